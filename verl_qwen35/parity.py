@@ -1,0 +1,46 @@
+"""Actor and ref must run the same Megatron patch; verl links them only until one side is overridden."""
+
+from omegaconf import DictConfig, OmegaConf
+
+ACTOR = "actor_rollout_ref.actor.megatron"
+REF = "actor_rollout_ref.ref.megatron"
+# Parallel sizes are part of the patch; each interpolates one `parallel.*` key.
+PARALLEL_KEYS = {
+    "tensor_model_parallel_size": "parallel.tp",
+    "pipeline_model_parallel_size": "parallel.pp",
+    "virtual_pipeline_model_parallel_size": "parallel.vpp",
+    "context_parallel_size": "parallel.cp",
+    "expert_model_parallel_size": "parallel.ep",
+    "expert_tensor_parallel_size": "parallel.etp",
+}
+
+
+def patch_sources(cfg: DictConfig) -> dict[str, str]:
+    """Each patched key of actor/ref megatron, mapped to the key it must come from."""
+    sources = {key: f"megatron.{key}" for key in cfg.megatron}
+    sources.update(PARALLEL_KEYS)
+    return sources
+
+
+def _plain(value: object) -> object:
+    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+
+
+def parity_errors(cfg: DictConfig) -> list[str]:
+    """One message per patched key on which actor, ref and the patch disagree."""
+    errors = []
+    for key, source in patch_sources(cfg).items():
+        want = _plain(OmegaConf.select(cfg, source))
+        actor = _plain(OmegaConf.select(cfg, f"{ACTOR}.{key}", default=None))
+        ref = _plain(OmegaConf.select(cfg, f"{REF}.{key}", default=None))
+        if actor != ref:
+            errors.append(
+                f"{ACTOR}.{key}={actor!r} but {REF}.{key}={ref!r}: actor and ref must share the "
+                f"Megatron patch. Set {source}=... (it feeds both) and drop the side-specific override."
+            )
+        elif actor != want:
+            errors.append(
+                f"{ACTOR}.{key} and {REF}.{key} are {actor!r} but {source}={want!r}: set {source} "
+                f"instead, so the printed patch is the one that runs."
+            )
+    return errors
