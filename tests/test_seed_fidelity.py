@@ -1,0 +1,95 @@
+"""Our composed config equals verl's own launch scripts, but for the listed deliberate differences."""
+
+import fnmatch
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+
+from verl_qwen35.compose import compose as compose_ours
+from verl_qwen35.environment import effective_env
+from verl_qwen35.flat import flatten
+from verl_qwen35.paths import verl_config_dir
+from verl_qwen35.versions import installed_verl_schema
+
+HERE = Path(__file__).parent / "seed_fidelity"
+COMBOS = ["35b_gpu", "35b_npu", "122b_gpu", "122b_npu"]
+DIFFERENCES = yaml.safe_load((HERE / "differences.yaml").read_text())
+ABSENT = "<absent>"
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """fnmatch plus {a,b} alternatives."""
+    parts = re.split(r"\{([^}]*)\}", pattern)
+    regex = "".join(
+        "(?:" + "|".join(fnmatch.translate(alt)[4:-3] for alt in part.split(",")) + ")"
+        if i % 2
+        else fnmatch.translate(part)[4:-3]
+        for i, part in enumerate(parts)
+    )
+    return re.compile(f"(?s:{regex})\\Z")
+
+
+def _seed(combo: str) -> tuple[list[str], dict[str, object], dict[str, str]]:
+    """(overrides verl accepts, overrides it no longer has a key for, environment)."""
+    overrides, _, env = (HERE / "seed_overrides" / f"{combo}.txt").read_text().partition("#ENV")
+    lines = [line for line in overrides.splitlines() if line and not line.startswith("#")]
+    gone = {}
+    if installed_verl_schema() == "v0_9":
+        gone = {k: yaml.safe_load(v) for k, v in (ln.split("=", 1) for ln in lines if "grad_offload=" in ln)}
+        lines = [line for line in lines if "grad_offload=" not in line]
+    return lines, gone, dict(line.split("=", 1) for line in env.split())
+
+
+def _listed(key: str, combo: str) -> list[int]:
+    schema = installed_verl_schema()
+    return [
+        i
+        for i, entry in enumerate(DIFFERENCES)
+        if _glob(entry["key"]).match(key)
+        and combo in entry.get("combos", COMBOS)
+        and entry.get("schema", schema) == schema
+    ]
+
+
+def differences(combo: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[object, object]]:
+    monkeypatch.setenv("HOME", "/home/user")
+    lines, gone, seed_env = _seed(combo)
+    with initialize_config_dir(str(verl_config_dir()), version_base=None):
+        seed = flatten(compose("ppo_trainer", overrides=lines)) | gone
+    model, device = combo.split("_")
+    cfg = compose_ours([f"model={model}", f"device={device}"])
+    ours = flatten(cfg)
+    seed.update({f"ENV.{k}": v for k, v in seed_env.items()})
+    ours.update({f"ENV.{k}": v for k, v in effective_env(cfg, environ={}).items() if v != ""})
+    keys = seed.keys() | ours.keys()
+    return {k: (seed.get(k, ABSENT), ours.get(k, ABSENT)) for k in sorted(keys) if seed.get(k, ABSENT) != ours.get(k, ABSENT)}
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_every_difference_from_the_seed_is_listed(combo, monkeypatch):
+    unlisted = {k: v for k, v in differences(combo, monkeypatch).items() if not _listed(k, combo)}
+    assert not unlisted, "differences from the seed launch not in differences.yaml:\n" + "\n".join(
+        f"  {k}: seed={a!r} ours={b!r}" for k, (a, b) in unlisted.items()
+    )
+
+
+def test_every_listed_difference_still_occurs(monkeypatch):
+    used = {i for combo in COMBOS for k in differences(combo, monkeypatch) for i in _listed(k, combo)}
+    schema = installed_verl_schema()
+    stale = [e["key"] for i, e in enumerate(DIFFERENCES) if i not in used and e.get("schema", schema) == schema]
+    assert not stale, f"differences.yaml lists differences that no longer occur: {stale}"
+
+
+def test_an_unlisted_change_is_caught(monkeypatch):
+    """The comparison itself sees a one-key change (guards against a vacuous pass)."""
+    original = compose_ours
+    monkeypatch.setattr(
+        "tests.test_seed_fidelity.compose_ours",
+        lambda overrides: original([*overrides, "actor_rollout_ref.rollout.n=7"]),
+    )
+    found = differences("35b_gpu", monkeypatch)
+    assert found["actor_rollout_ref.rollout.n"] == (5, 7)
+    assert not _listed("actor_rollout_ref.rollout.n", "35b_gpu")
