@@ -65,7 +65,11 @@ def differences(combo: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, tuple[
     seed.update({f"ENV.{k}": v for k, v in seed_env.items()})
     ours.update({f"ENV.{k}": v for k, v in effective_env(cfg, environ={}).items() if v != ""})
     keys = seed.keys() | ours.keys()
-    return {k: (seed.get(k, ABSENT), ours.get(k, ABSENT)) for k in sorted(keys) if seed.get(k, ABSENT) != ours.get(k, ABSENT)}
+    return {
+        k: (seed.get(k, ABSENT), ours.get(k, ABSENT))
+        for k in sorted(keys)
+        if seed.get(k, ABSENT) != ours.get(k, ABSENT)
+    }
 
 
 @pytest.mark.parametrize("combo", COMBOS)
@@ -79,7 +83,9 @@ def test_every_difference_from_the_seed_is_listed(combo, monkeypatch):
 def test_every_listed_difference_still_occurs(monkeypatch):
     used = {i for combo in COMBOS for k in differences(combo, monkeypatch) for i in _listed(k, combo)}
     schema = installed_verl_schema()
-    stale = [e["key"] for i, e in enumerate(DIFFERENCES) if i not in used and e.get("schema", schema) == schema]
+    stale = [
+        e["key"] for i, e in enumerate(DIFFERENCES) if i not in used and e.get("schema", schema) == schema
+    ]
     assert not stale, f"differences.yaml lists differences that no longer occur: {stale}"
 
 

@@ -18,8 +18,21 @@ def _hydra_main(cfg: DictConfig) -> None:
 def _split_argv(argv: list[str]) -> tuple[list[str], list[str], list[str]]:
     """(hydra flags with their values, overrides, --config-dir values)."""
     flags, overrides, config_dirs = [], [], []
-    takes_value = {"--config-dir", "-cd", "--config-path", "-cp", "--config-name", "-cn",
-                   "--cfg", "-c", "--package", "-p", "--info", "-i", "--experimental-rerun"}
+    takes_value = {
+        "--config-dir",
+        "-cd",
+        "--config-path",
+        "-cp",
+        "--config-name",
+        "-cn",
+        "--cfg",
+        "-c",
+        "--package",
+        "-p",
+        "--info",
+        "-i",
+        "--experimental-rerun",
+    }
     args = iter(argv)
     for arg in args:
         name = arg.split("=", 1)[0]

@@ -5,7 +5,7 @@ import sys
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from verl_qwen35.environment import apply_env, from_shell
+from verl_qwen35.environment import apply_env, from_shell, secret_errors
 from verl_qwen35.parity import parity_errors
 from verl_qwen35.plan import plan_lines
 from verl_qwen35.versions import installed_verl_schema
@@ -23,7 +23,7 @@ def _choices() -> tuple[dict[str, str], str | None]:
 
 
 def errors(cfg: DictConfig, choices: dict[str, str], launching: bool) -> list[str]:
-    found = parity_errors(cfg)
+    found = parity_errors(cfg) + secret_errors(cfg)
     schema = choices.get("verl_schema")
     if launching and schema and schema != installed_verl_schema():
         found.append(

@@ -5,11 +5,13 @@ so the same variables also go into `ray_kwargs.ray_init.runtime_env.env_vars`.
 """
 
 import os
+import re
 from collections.abc import Mapping
 
 from omegaconf import DictConfig, open_dict
 
-RUNTIME_ENV = "ray_kwargs.ray_init.runtime_env"
+# Whole name segments: HF_TOKEN and WANDB_API_KEY match, TOKENIZERS_PARALLELISM does not.
+_SECRET = re.compile(r"(^|_)(KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)(_|$)", re.IGNORECASE)
 
 
 def effective_env(cfg: DictConfig, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
@@ -40,3 +42,13 @@ def apply_env(cfg: DictConfig) -> dict[str, str]:
     with open_dict(runtime_env):
         runtime_env.env_vars = {**(runtime_env.get("env_vars") or {}), **values}
     return values
+
+
+def secret_errors(cfg: DictConfig) -> list[str]:
+    """Secrets must not enter a config that is printed, diffed and saved with every run."""
+    return [
+        f"env.set.{name}: looks like a secret; the config is printed and saved with every run. "
+        f"Export {name} in the shell of every node before `ray start` instead, and remove env.set.{name}."
+        for name in cfg.env.set
+        if _SECRET.search(name)
+    ]

@@ -1,0 +1,72 @@
+"""Group choices: verl's same-named `model` group cannot leak into ours, and bad choices name the fix."""
+
+import subprocess
+import sys
+
+import pytest
+
+from verl_qwen35.choices import ChoiceError, check_choices, implicit_overrides, options
+from verl_qwen35.compose import compose
+
+
+def test_our_options_exclude_verls_model_group():
+    assert options("model") == ["122b", "35b"]
+    assert options("device") == ["gpu", "npu"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        (["model=hf_model"], "122b, 35b"),
+        (["model=397b"], "122b, 35b"),
+        (["device=tpu"], "gpu, npu"),
+        (["model=35b,hf_model"], "122b, 35b"),
+        (["model@actor_rollout_ref.model=35b"], "model=<122b|35b>"),
+        (["model@critic.model=122b"], "model=<122b|35b>"),
+        (["parallel=35b_tpu"], "122b_gpu, 122b_npu, 35b_gpu, 35b_npu"),
+    ],
+)
+def test_collisions_and_unknown_choices_are_refused_with_the_valid_ones(overrides, named):
+    with pytest.raises(ChoiceError, match="choose|pick") as err:
+        check_choices(overrides)
+    assert named in str(err.value)
+
+
+def test_verls_own_hf_model_choice_at_its_package_is_allowed():
+    check_choices(["model@actor_rollout_ref.model=hf_model"])
+
+
+def test_user_config_dir_adds_options(tmp_path):
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "mine.yaml").write_text("# @package _global_\n")
+    check_choices(["model=mine"], [tmp_path])
+    with pytest.raises(ChoiceError):
+        check_choices(["model=mine"])
+
+
+def test_device_and_schema_are_filled_in_only_when_missing():
+    filled = implicit_overrides(["model=122b"], announce=False)
+    assert filled[0] == "device=gpu"  # torch_npu is not installed here
+    assert filled[1].startswith("verl_schema=v0_")
+    assert implicit_overrides(["device=npu", "verl_schema=v0_8"], announce=False) == [
+        "device=npu",
+        "verl_schema=v0_8",
+    ]
+
+
+def test_compose_refuses_like_the_entrypoint():
+    with pytest.raises(ChoiceError):
+        compose(["model=hf_model"])
+
+
+def test_entrypoint_refuses_with_exit_2_and_says_detected_device(tmp_path):
+    run = subprocess.run(
+        [sys.executable, "-m", "verl_qwen35", "model=hf_model", "dry_run=true"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 2
+    assert "model=hf_model is not a model of verl_qwen35" in run.stderr
+    assert "device=gpu (torch_npu is not installed)" in run.stderr
+    assert not (tmp_path / "outputs").exists()

@@ -1,0 +1,55 @@
+"""Device environment: shell values win, proxies are cleared everywhere, no secrets in the config."""
+
+import os
+
+from verl_qwen35.compose import compose
+from verl_qwen35.environment import apply_env, effective_env, from_shell, secret_errors
+
+PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
+
+
+def test_each_device_carries_its_own_variables_and_clears_proxies():
+    gpu = effective_env(compose(["device=gpu"]), environ={})
+    npu = effective_env(compose(["device=npu"]), environ={})
+    assert gpu["CUDA_DEVICE_MAX_CONNECTIONS"] == npu["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    assert npu["HCCL_CONNECT_TIMEOUT"] == "5400" and "HCCL_CONNECT_TIMEOUT" not in gpu
+    for env in (gpu, npu):
+        assert all(env[p] == "" for p in PROXIES)
+
+
+def test_a_value_in_the_users_environment_wins():
+    cfg = compose(["device=npu"])
+    env = effective_env(cfg, environ={"OMP_NUM_THREADS": "8", "http_proxy": "http://corp:3128"})
+    assert env["OMP_NUM_THREADS"] == "8"
+    assert env["http_proxy"] == ""
+    assert from_shell(cfg, environ={"OMP_NUM_THREADS": "8", "HCCL_BUFFSIZE": "300"}) == {
+        "OMP_NUM_THREADS": "8"
+    }
+
+
+def test_apply_sets_driver_and_runtime_env(monkeypatch):
+    monkeypatch.setenv("https_proxy", "http://corp:3128")
+    monkeypatch.setenv("TASK_QUEUE_ENABLE", "2")
+    monkeypatch.delenv("HCCL_BUFFSIZE", raising=False)
+    cfg = compose(["device=npu"])
+    apply_env(cfg)
+    assert "https_proxy" not in os.environ
+    assert os.environ["HCCL_BUFFSIZE"] == "300" and os.environ["TASK_QUEUE_ENABLE"] == "2"
+    workers = cfg.ray_kwargs.ray_init.runtime_env.env_vars
+    assert workers["TASK_QUEUE_ENABLE"] == "2" and workers["https_proxy"] == ""
+    monkeypatch.delenv("HCCL_BUFFSIZE")
+
+
+def test_shell_secrets_never_enter_the_config(monkeypatch):
+    monkeypatch.setenv("WANDB_API_KEY", "sekrit")
+    monkeypatch.setenv("HF_TOKEN", "sekrit")
+    cfg = compose(["device=npu"])
+    apply_env(cfg)
+    assert "sekrit" not in str(cfg)
+
+
+def test_a_secret_named_in_env_is_refused():
+    cfg = compose(["device=gpu", "+env.set.WANDB_API_KEY=abc"])
+    (error,) = secret_errors(cfg)
+    assert "env.set.WANDB_API_KEY" in error
+    assert secret_errors(compose(["device=npu"])) == []
