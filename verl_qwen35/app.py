@@ -1,18 +1,20 @@
-"""The job: refuse a config that must not launch, then dry-run or launch it."""
+"""The job: preflight the composed config, then print the plan (dry run) or launch verl."""
 
 import sys
 
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from verl_qwen35.environment import apply_env, from_shell, secret_errors
-from verl_qwen35.parity import parity_errors
+from verl_qwen35.checks import Problem, preflight
+from verl_qwen35.environment import apply_env, from_shell
 from verl_qwen35.plan import plan_lines
 from verl_qwen35.versions import installed_verl_schema
 
+MODES = {False: "launch", True: "dry", "full": "full"}
+
 
 class LaunchRefused(SystemExit):
-    """Raised with exit code 2 after the reasons are printed."""
+    """Exit code 2: the reasons are already printed."""
 
 
 def _choices() -> tuple[dict[str, str], str | None]:
@@ -22,31 +24,45 @@ def _choices() -> tuple[dict[str, str], str | None]:
     return dict(hydra_cfg.runtime.choices), hydra_cfg.runtime.output_dir
 
 
-def errors(cfg: DictConfig, choices: dict[str, str], launching: bool) -> list[str]:
-    found = parity_errors(cfg) + secret_errors(cfg)
+def mode_of(cfg: DictConfig) -> str:
+    if cfg.dry_run not in MODES:
+        raise LaunchRefused(f"dry_run={cfg.dry_run!r}: use dry_run=false (launch), true or full")
+    return MODES[cfg.dry_run]
+
+
+def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Problem]:
+    found = preflight(cfg, machine_missing="warning" if mode == "dry" else "error")
     schema = choices.get("verl_schema")
-    if launching and schema and schema != installed_verl_schema():
-        found.append(
-            f"verl_schema={schema} but the installed verl needs verl_schema={installed_verl_schema()}: "
-            "drop the verl_schema override to launch (it is for composing another verl's config)."
-        )
+    if mode != "dry" and schema and schema != installed_verl_schema():
+        found.append(Problem("error", ("verl_schema",), (
+            f"verl_schema={schema} but the installed verl needs {installed_verl_schema()}: drop the "
+            "override to launch (it is for composing another verl's config)"
+        )))
     return found
 
 
 def run(cfg: DictConfig) -> None:
+    mode = mode_of(cfg)
     choices, output_dir = _choices()
-    launching = not cfg.dry_run
-    found = errors(cfg, choices, launching)
-    for message in found:
-        print(f"ERROR  {message}", file=sys.stderr)
-    if found:
-        raise LaunchRefused(2)
     OmegaConf.resolve(cfg)
-    if not launching:
+    found = problems(cfg, choices, mode)
+    for problem in found:
+        print(problem, file=sys.stderr)
+    errors = [p for p in found if p.level == "error"]
+    if mode != "launch":
         print("\n".join(plan_lines(cfg, choices, output_dir)))
         for name, value in from_shell(cfg).items():
-            print(f"env       {name}={value} (from your shell; config says {cfg.env.set[name]})")
-        print("verdict   OK: dry run, nothing launched")
+            print(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})")
+    if errors:
+        print(f"verdict    REFUSED: {len(errors)} error(s), nothing launched", file=sys.stderr)
+        raise LaunchRefused(2)
+    if mode == "full":
+        from verl_qwen35.verl_check import verl_validate
+
+        verl_validate(cfg)
+    if mode != "launch":
+        warned = len(found)
+        print(f"verdict    OK ({warned} warning(s)): dry run, nothing launched")
         return
     apply_env(cfg)
     from verl_qwen35.launch import launch

@@ -44,11 +44,14 @@ def apply_env(cfg: DictConfig) -> dict[str, str]:
     return values
 
 
-def secret_errors(cfg: DictConfig) -> list[str]:
+def secret_errors(cfg: DictConfig) -> list[tuple[str, str]]:
     """Secrets must not enter a config that is printed, diffed and saved with every run."""
     return [
-        f"env.set.{name}: looks like a secret; the config is printed and saved with every run. "
-        f"Export {name} in the shell of every node before `ray start` instead, and remove env.set.{name}."
+        (
+            name,
+            f"looks like a secret; the config is printed and saved with every run. Export {name} in "
+            f"the shell of every node before `ray start` instead, and remove env.set.{name}.",
+        )
         for name in cfg.env.set
         if _SECRET.search(name)
     ]

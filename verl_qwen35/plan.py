@@ -1,19 +1,26 @@
-"""The short plan a dry run prints: what would launch, where, and on how many devices."""
+"""The plan a dry run prints: what would launch, on how many devices, split how."""
 
 from omegaconf import DictConfig
 
+from verl_qwen35.checks.layout import Layout, layers_per_stage
+
 
 def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> list[str]:
-    p, m = cfg.parallel, cfg.model
-    world = p.nnodes * p.devices_per_node
-    layout = f"tp={p.tp} pp={p.pp} cp={p.cp} ep={p.ep} etp={p.etp} vpp={p.vpp} gen_tp={p.gen_tp}"
+    lo, m = Layout.of(cfg), cfg.model
+    rollout = cfg.actor_rollout_ref.rollout
+    replica = lo.gen_tp * lo.gen_dp * lo.gen_pp
+    layout = f"tp={lo.tp} pp={lo.pp} cp={lo.cp} ep={lo.ep} etp={lo.etp} vpp={lo.vpp}"
     return [
-        f"model     {m.name} ({choices.get('model')}), weights {cfg.actor_rollout_ref.model.path}",
-        f"device    {choices.get('device')}, layout preset {choices.get('parallel')}",
-        f"world     {p.nnodes} node(s) x {p.devices_per_node} = {world} devices",
-        f"layout    {layout}",
-        f"data      {cfg.data.train_files} | {cfg.data.val_files}",
-        f"ckpt      {cfg.trainer.default_local_dir}",
-        f"outputs   {output_dir or '(not a Hydra run)'}",
-        f"verl      schema {choices.get('verl_schema')}",
+        f"model      {m.name} ({choices.get('model', '?')}), weights {cfg.actor_rollout_ref.model.path}",
+        f"device     {cfg.trainer.device} ({choices.get('device', '?')}), preset {choices.get('parallel', '?')}",
+        f"world      {lo.nnodes} node(s) x {lo.devices_per_node} = {lo.world} devices",
+        f"training   {layout}",
+        f"           DP {lo.dp}, expert-DP {lo.expert_dp}, layers per pipeline stage {layers_per_stage(lo, m)}",
+        f"rollout    {rollout.name} tp={lo.gen_tp}: {lo.world // replica if replica else '?'} replicas",
+        f"step       {cfg.data.train_batch_size} prompts x n={rollout.n} = "
+        f"{cfg.data.train_batch_size * rollout.n} sequences, mini-batch {cfg.actor_rollout_ref.actor.ppo_mini_batch_size}",
+        f"data       {cfg.data.train_files} | {cfg.data.val_files}",
+        f"checkpoint {cfg.trainer.default_local_dir}",
+        f"outputs    {output_dir or '(not a Hydra run)'}",
+        f"verl       schema {choices.get('verl_schema', '?')}",
     ]

@@ -1,0 +1,43 @@
+"""Preflight: every check is a pure function of the resolved config (and, for files, of this machine)."""
+
+from omegaconf import DictConfig
+
+from verl_qwen35.checks.batches import batch_problems, uses_reference
+from verl_qwen35.checks.files import data_problems, model_path_problems
+from verl_qwen35.checks.layout import Layout, layout_problems, sequence_parallel_problems
+from verl_qwen35.checks.megatron_keys import mbridge_problems, override_key_problems, transformer_config_fields
+from verl_qwen35.checks.problem import Level, Problem, error
+from verl_qwen35.checks.rollout import rollout_problems
+from verl_qwen35.checks.sequences import length_problems, megatron_core_version, packing_problems
+from verl_qwen35.environment import secret_errors
+from verl_qwen35.parity import parity_errors
+
+__all__ = ["Problem", "preflight"]
+
+
+def device_of(cfg: DictConfig) -> str:
+    return "npu" if cfg.trainer.device == "npu" else "gpu"
+
+
+def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem]:
+    """All problems of a resolved config; `machine_missing` is the level of a missing local file."""
+    device = device_of(cfg)
+    found = [error("actor_rollout_ref.*.megatron", message) for message in parity_errors(cfg)]
+    found += [error(f"env.set.{name}", message) for name, message in secret_errors(cfg)]
+    layout = Layout.of(cfg)
+    otc = cfg.megatron.override_transformer_config
+    first_last = (otc.get("num_layers_in_first_pipeline_stage"), otc.get("num_layers_in_last_pipeline_stage"))
+    found += layout_problems(layout, cfg.model, device, first_last)
+    if any("must be a positive integer" in p.message for p in found):
+        return found
+    found += sequence_parallel_problems(cfg, layout)
+    found += rollout_problems(layout, cfg.model, cfg.actor_rollout_ref.rollout.name)
+    if layout.world % (layout.tp * layout.pp * layout.cp) == 0:  # else DP is undefined
+        found += batch_problems(cfg, layout, uses_reference(cfg))
+    found += packing_problems(cfg, megatron_core_version())
+    found += length_problems(cfg)
+    found += mbridge_problems(cfg)
+    found += override_key_problems(cfg, device, transformer_config_fields())
+    found += data_problems(cfg, machine_missing)
+    found += model_path_problems(cfg, machine_missing)
+    return found

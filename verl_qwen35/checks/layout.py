@@ -1,0 +1,203 @@
+"""Training layout rules of megatron-core 0.16 for Qwen3.5 (MoE + Gated DeltaNet)."""
+
+from dataclasses import dataclass
+
+from omegaconf import DictConfig
+
+from verl_qwen35.checks.problem import Problem, divisors, error, warning
+
+MEGATRON = "actor_rollout_ref.actor.megatron"
+ROLLOUT = "actor_rollout_ref.rollout"
+# Message name of each layout number: the short `parallel.*` key and the verl key it feeds.
+KEYS = {
+    "tp": f"parallel.tp ({MEGATRON}.tensor_model_parallel_size)",
+    "pp": f"parallel.pp ({MEGATRON}.pipeline_model_parallel_size)",
+    "cp": f"parallel.cp ({MEGATRON}.context_parallel_size)",
+    "ep": f"parallel.ep ({MEGATRON}.expert_model_parallel_size)",
+    "etp": f"parallel.etp ({MEGATRON}.expert_tensor_parallel_size)",
+    "vpp": f"parallel.vpp ({MEGATRON}.virtual_pipeline_model_parallel_size)",
+    "nnodes": "parallel.nnodes (trainer.nnodes)",
+    "devices_per_node": "parallel.devices_per_node (trainer.n_gpus_per_node)",
+    "gen_tp": f"parallel.gen_tp ({ROLLOUT}.tensor_model_parallel_size)",
+    "gen_dp": f"{ROLLOUT}.data_parallel_size",
+    "gen_pp": f"{ROLLOUT}.pipeline_model_parallel_size",
+    "gen_ep": f"{ROLLOUT}.expert_parallel_size",
+}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The numbers verl will actually use, read from verl's own keys."""
+
+    nnodes: int
+    devices_per_node: int
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    etp: int
+    vpp: int | None
+    gen_tp: int
+    gen_dp: int = 1
+    gen_pp: int = 1
+    gen_ep: int = 1
+
+    @property
+    def world(self) -> int:
+        return self.nnodes * self.devices_per_node
+
+    @property
+    def dp(self) -> int:
+        return self.world // (self.tp * self.pp * self.cp)
+
+    @property
+    def expert_dp(self) -> int:
+        return self.world // (self.etp * self.ep * self.pp)
+
+    @classmethod
+    def of(cls, cfg: DictConfig) -> "Layout":
+        m, r = cfg.actor_rollout_ref.actor.megatron, cfg.actor_rollout_ref.rollout
+        return cls(
+            nnodes=cfg.trainer.nnodes,
+            devices_per_node=cfg.trainer.n_gpus_per_node,
+            tp=m.tensor_model_parallel_size,
+            pp=m.pipeline_model_parallel_size,
+            cp=m.context_parallel_size,
+            ep=m.expert_model_parallel_size,
+            etp=m.expert_tensor_parallel_size or m.tensor_model_parallel_size,
+            vpp=m.virtual_pipeline_model_parallel_size,
+            gen_tp=r.tensor_model_parallel_size,
+            gen_dp=r.get("data_parallel_size", 1) or 1,
+            gen_pp=r.get("pipeline_model_parallel_size", 1) or 1,
+            gen_ep=r.get("expert_parallel_size", 1) or 1,
+        )
+
+
+def _positive(layout: Layout) -> list[Problem]:
+    names = ("nnodes", "devices_per_node", "tp", "pp", "cp", "ep", "etp", "gen_tp", "gen_dp", "gen_pp", "gen_ep")
+    return [
+        error(KEYS[n], f"{n}={getattr(layout, n)} must be a positive integer")
+        for n in names
+        if not isinstance(getattr(layout, n), int) or getattr(layout, n) < 1
+    ]
+
+
+def heads_fit(tp: int, heads: int, kv_heads: int) -> bool:
+    """Attention heads split evenly; KV heads split if there are enough, else are replicated."""
+    kv_ok = kv_heads % tp == 0 if kv_heads >= tp else tp % kv_heads == 0
+    return heads % tp == 0 and kv_ok
+
+
+def _tp_choices(arch: DictConfig, world: int) -> list[int]:
+    return [
+        t
+        for t in divisors(world)
+        if heads_fit(t, arch.num_attention_heads, arch.num_key_value_heads)
+        and arch.linear_num_key_heads % t == 0
+        and arch.linear_num_value_heads % t == 0
+    ]
+
+
+def layout_problems(
+    layout: Layout, arch: DictConfig, device: str, first_last: tuple[int | None, int | None] = (None, None)
+) -> list[Problem]:
+    """Megatron-core's divisibility rules for this layout on this model."""
+    found = _positive(layout)
+    if found:
+        return found
+    lo, world = layout, layout.world
+    grid = lo.tp * lo.pp * lo.cp
+    if world % grid:
+        found.append(error(
+            (KEYS["tp"], KEYS["pp"], KEYS["cp"], KEYS["nnodes"], KEYS["devices_per_node"]),
+            f"world {lo.nnodes}x{lo.devices_per_node}={world} is not divisible by tp*pp*cp="
+            f"{lo.tp}*{lo.pp}*{lo.cp}={grid}; tp*pp*cp must divide {world} (one of {divisors(world)})",
+        ))
+    expert_grid = lo.etp * lo.ep * lo.pp
+    if world % expert_grid:
+        fitting = [e for e in divisors(arch.num_experts) if world % (lo.etp * e * lo.pp) == 0]
+        found.append(error(
+            (KEYS["ep"], KEYS["etp"], KEYS["pp"]),
+            f"world {world} is not divisible by etp*ep*pp={lo.etp}*{lo.ep}*{lo.pp}={expert_grid} "
+            f"(the expert grid); with etp={lo.etp} pp={lo.pp}, ep may be one of {fitting}",
+        ))
+    if arch.num_experts % lo.ep:
+        fitting = [e for e in divisors(arch.num_experts) if world % (lo.etp * e * lo.pp) == 0]
+        found.append(error(
+            KEYS["ep"],
+            f"ep={lo.ep} does not divide num_experts={arch.num_experts} of {arch.name}; "
+            f"EP values that divide {arch.num_experts} and fit world {world}: {fitting}",
+        ))
+    if not heads_fit(lo.tp, arch.num_attention_heads, arch.num_key_value_heads):
+        found.append(error(
+            KEYS["tp"],
+            f"tp={lo.tp} does not split {arch.num_attention_heads} attention heads / "
+            f"{arch.num_key_value_heads} KV heads (heads % tp == 0, and KV heads a multiple or a "
+            f"divisor of tp); valid tp here: {_tp_choices(arch, world)}",
+        ))
+    for name in ("linear_num_key_heads", "linear_num_value_heads"):
+        if arch[name] % lo.tp:
+            found.append(error(
+                KEYS["tp"],
+                f"tp={lo.tp} does not divide Gated DeltaNet {name}={arch[name]}; "
+                f"valid tp here: {_tp_choices(arch, world)}",
+            ))
+    if lo.cp > 1:
+        if device == "npu":
+            found.append(warning(
+                KEYS["cp"],
+                f"cp={lo.cp}: stock megatron-core has no context parallelism for Gated DeltaNet; "
+                "on NPU this relies on MindSpeed (set override_transformer_config.context_parallel_algo)",
+            ))
+        else:
+            found.append(error(
+                KEYS["cp"],
+                f"cp={lo.cp}: megatron-core 0.16/0.17 require cp=1 for Gated DeltaNet layers; set parallel.cp=1",
+            ))
+    found += _pipeline_problems(lo, arch, first_last)
+    return found
+
+
+def _pipeline_problems(lo: Layout, arch: DictConfig, first_last: tuple[int | None, int | None]) -> list[Problem]:
+    layers = arch.num_layers
+    if lo.vpp is not None and lo.pp == 1:
+        return [error((KEYS["vpp"], KEYS["pp"]), f"vpp={lo.vpp} needs pp > 1; set parallel.vpp=null or raise pp")]
+    given = [n for n in first_last if n is not None]
+    if given and lo.pp > len(given):
+        middle, stages = layers - sum(given), lo.pp - len(given)
+        if middle < 0 or middle % stages:
+            return [error(
+                (KEYS["pp"], f"{MEGATRON}.override_transformer_config.num_layers_in_first_pipeline_stage"),
+                f"{layers} layers minus first/last stage {given} leave {middle} for {stages} stages: not even",
+            )]
+        return []
+    if layers % lo.pp:
+        return [error(
+            KEYS["pp"],
+            f"pp={lo.pp} does not divide num_layers={layers} of {arch.name}; pp may be one of "
+            f"{divisors(layers)} (or give num_layers_in_first/last_pipeline_stage)",
+        )]
+    per_stage = layers // lo.pp
+    if lo.vpp is not None and (lo.vpp < 1 or per_stage % lo.vpp):
+        return [error(
+            KEYS["vpp"],
+            f"vpp={lo.vpp} does not divide the {per_stage} layers per pipeline stage "
+            f"({layers}/pp={lo.pp}); vpp may be one of {divisors(per_stage)[1:] or 'none (use null)'}",
+        )]
+    return []
+
+
+def layers_per_stage(lo: Layout, arch: DictConfig) -> str:
+    if arch.num_layers % lo.pp:
+        return "uneven"
+    per = arch.num_layers // lo.pp
+    return f"{per}" if lo.vpp is None else f"{per} ({lo.vpp} chunks of {per // lo.vpp})"
+
+
+def sequence_parallel_problems(cfg: DictConfig, lo: Layout) -> list[Problem]:
+    if cfg.actor_rollout_ref.actor.megatron.get("sequence_parallel") and lo.tp == 1:
+        return [warning(
+            (f"{MEGATRON}.sequence_parallel", KEYS["tp"]),
+            "sequence_parallel=true has no effect at tp=1 (verl turns it off)",
+        )]
+    return []

@@ -1,0 +1,29 @@
+"""A problem found before launch: which keys to change, at what level, and why."""
+
+from dataclasses import dataclass
+from typing import Literal
+
+Level = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    level: Level
+    keys: tuple[str, ...]
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.level.upper():7} [{', '.join(self.keys)}] {self.message}"
+
+
+def error(keys: str | tuple[str, ...], message: str) -> Problem:
+    return Problem("error", (keys,) if isinstance(keys, str) else keys, message)
+
+
+def warning(keys: str | tuple[str, ...], message: str) -> Problem:
+    return Problem("warning", (keys,) if isinstance(keys, str) else keys, message)
+
+
+def divisors(n: int, limit: int | None = None) -> list[int]:
+    """Divisors of n (up to limit): the valid alternatives most messages offer."""
+    return [d for d in range(1, (limit or n) + 1) if n % d == 0]
