@@ -34,10 +34,16 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
     found = preflight(cfg, machine_missing="warning" if mode == "dry" else "error")
     schema = choices.get("verl_schema")
     if mode != "dry" and schema and schema != installed_verl_schema():
-        found.append(Problem("error", ("verl_schema",), (
-            f"verl_schema={schema} but the installed verl needs {installed_verl_schema()}: drop the "
-            "override to launch (it is for composing another verl's config)"
-        )))
+        found.append(
+            Problem(
+                "error",
+                ("verl_schema",),
+                (
+                    f"verl_schema={schema} but the installed verl needs {installed_verl_schema()}: drop the "
+                    "override to launch (it is for composing another verl's config)"
+                ),
+            )
+        )
     return found
 
 

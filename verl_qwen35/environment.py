@@ -24,9 +24,7 @@ def effective_env(cfg: DictConfig, environ: Mapping[str, str] = os.environ) -> d
 def from_shell(cfg: DictConfig, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """Variables whose launching-shell value replaces the config's."""
     return {
-        name: environ[name]
-        for name, value in cfg.env.set.items()
-        if name in environ and environ[name] != str(value)
+        name: environ[name] for name, value in cfg.env.set.items() if name in environ and environ[name] != str(value)
     }
 
 

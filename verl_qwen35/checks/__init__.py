@@ -5,7 +5,11 @@ from omegaconf import DictConfig
 from verl_qwen35.checks.batches import batch_problems, uses_reference
 from verl_qwen35.checks.files import data_problems, model_path_problems
 from verl_qwen35.checks.layout import Layout, layout_problems, sequence_parallel_problems
-from verl_qwen35.checks.megatron_keys import mbridge_problems, override_key_problems, transformer_config_fields
+from verl_qwen35.checks.megatron_keys import (
+    mbridge_problems,
+    override_key_problems,
+    transformer_config_fields,
+)
 from verl_qwen35.checks.problem import Level, Problem, error
 from verl_qwen35.checks.rollout import rollout_problems
 from verl_qwen35.checks.sequences import length_problems, megatron_core_version, packing_problems

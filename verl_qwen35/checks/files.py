@@ -58,10 +58,13 @@ def _parquet_problems(key: str, file: Path, columns: list[str]) -> list[Problem]
         return [Problem("error", (key,), f"{file} is not a readable parquet file ({err})")]
     absent = [c for c in columns if c not in names]
     if absent:
-        return [Problem(
-            "error", (key, "data.prompt_key"),
-            f"{file} lacks column(s) {absent} that verl's RL dataset reads (has: {sorted(names)})",
-        )]
+        return [
+            Problem(
+                "error",
+                (key, "data.prompt_key"),
+                f"{file} lacks column(s) {absent} that verl's RL dataset reads (has: {sorted(names)})",
+            )
+        ]
     return []
 
 
@@ -87,9 +90,12 @@ def model_path_problems(cfg: DictConfig, missing: Level) -> list[Problem]:
         if field in text and text[field] != cfg.model[fact]
     ]
     if wrong:
-        return [Problem(
-            "error", (key, "model"),
-            f"{config_file} does not match model preset {cfg.model.name}: {', '.join(wrong)}; "
-            "choose the preset for these weights (model=35b|122b) or point the path at the right weights",
-        )]
+        return [
+            Problem(
+                "error",
+                (key, "model"),
+                f"{config_file} does not match model preset {cfg.model.name}: {', '.join(wrong)}; "
+                "choose the preset for these weights (model=35b|122b) or point the path at the right weights",
+            )
+        ]
     return []

@@ -74,7 +74,19 @@ class Layout:
 
 
 def _positive(layout: Layout) -> list[Problem]:
-    names = ("nnodes", "devices_per_node", "tp", "pp", "cp", "ep", "etp", "gen_tp", "gen_dp", "gen_pp", "gen_ep")
+    names = (
+        "nnodes",
+        "devices_per_node",
+        "tp",
+        "pp",
+        "cp",
+        "ep",
+        "etp",
+        "gen_tp",
+        "gen_dp",
+        "gen_pp",
+        "gen_ep",
+    )
     return [
         error(KEYS[n], f"{n}={getattr(layout, n)} must be a positive integer")
         for n in names
@@ -108,52 +120,66 @@ def layout_problems(
     lo, world = layout, layout.world
     grid = lo.tp * lo.pp * lo.cp
     if world % grid:
-        found.append(error(
-            (KEYS["tp"], KEYS["pp"], KEYS["cp"], KEYS["nnodes"], KEYS["devices_per_node"]),
-            f"world {lo.nnodes}x{lo.devices_per_node}={world} is not divisible by tp*pp*cp="
-            f"{lo.tp}*{lo.pp}*{lo.cp}={grid}; tp*pp*cp must divide {world} (one of {divisors(world)})",
-        ))
+        found.append(
+            error(
+                (KEYS["tp"], KEYS["pp"], KEYS["cp"], KEYS["nnodes"], KEYS["devices_per_node"]),
+                f"world {lo.nnodes}x{lo.devices_per_node}={world} is not divisible by tp*pp*cp="
+                f"{lo.tp}*{lo.pp}*{lo.cp}={grid}; tp*pp*cp must divide {world} (one of {divisors(world)})",
+            )
+        )
     expert_grid = lo.etp * lo.ep * lo.pp
     if world % expert_grid:
         fitting = [e for e in divisors(arch.num_experts) if world % (lo.etp * e * lo.pp) == 0]
-        found.append(error(
-            (KEYS["ep"], KEYS["etp"], KEYS["pp"]),
-            f"world {world} is not divisible by etp*ep*pp={lo.etp}*{lo.ep}*{lo.pp}={expert_grid} "
-            f"(the expert grid); with etp={lo.etp} pp={lo.pp}, ep may be one of {fitting}",
-        ))
+        found.append(
+            error(
+                (KEYS["ep"], KEYS["etp"], KEYS["pp"]),
+                f"world {world} is not divisible by etp*ep*pp={lo.etp}*{lo.ep}*{lo.pp}={expert_grid} "
+                f"(the expert grid); with etp={lo.etp} pp={lo.pp}, ep may be one of {fitting}",
+            )
+        )
     if arch.num_experts % lo.ep:
         fitting = [e for e in divisors(arch.num_experts) if world % (lo.etp * e * lo.pp) == 0]
-        found.append(error(
-            KEYS["ep"],
-            f"ep={lo.ep} does not divide num_experts={arch.num_experts} of {arch.name}; "
-            f"EP values that divide {arch.num_experts} and fit world {world}: {fitting}",
-        ))
+        found.append(
+            error(
+                KEYS["ep"],
+                f"ep={lo.ep} does not divide num_experts={arch.num_experts} of {arch.name}; "
+                f"EP values that divide {arch.num_experts} and fit world {world}: {fitting}",
+            )
+        )
     if not heads_fit(lo.tp, arch.num_attention_heads, arch.num_key_value_heads):
-        found.append(error(
-            KEYS["tp"],
-            f"tp={lo.tp} does not split {arch.num_attention_heads} attention heads / "
-            f"{arch.num_key_value_heads} KV heads (heads % tp == 0, and KV heads a multiple or a "
-            f"divisor of tp); valid tp here: {_tp_choices(arch, world)}",
-        ))
+        found.append(
+            error(
+                KEYS["tp"],
+                f"tp={lo.tp} does not split {arch.num_attention_heads} attention heads / "
+                f"{arch.num_key_value_heads} KV heads (heads % tp == 0, and KV heads a multiple or a "
+                f"divisor of tp); valid tp here: {_tp_choices(arch, world)}",
+            )
+        )
     for name in ("linear_num_key_heads", "linear_num_value_heads"):
         if arch[name] % lo.tp:
-            found.append(error(
-                KEYS["tp"],
-                f"tp={lo.tp} does not divide Gated DeltaNet {name}={arch[name]}; "
-                f"valid tp here: {_tp_choices(arch, world)}",
-            ))
+            found.append(
+                error(
+                    KEYS["tp"],
+                    f"tp={lo.tp} does not divide Gated DeltaNet {name}={arch[name]}; "
+                    f"valid tp here: {_tp_choices(arch, world)}",
+                )
+            )
     if lo.cp > 1:
         if device == "npu":
-            found.append(warning(
-                KEYS["cp"],
-                f"cp={lo.cp}: stock megatron-core has no context parallelism for Gated DeltaNet; "
-                "on NPU this relies on MindSpeed (set override_transformer_config.context_parallel_algo)",
-            ))
+            found.append(
+                warning(
+                    KEYS["cp"],
+                    f"cp={lo.cp}: stock megatron-core has no context parallelism for Gated DeltaNet; "
+                    "on NPU this relies on MindSpeed (set override_transformer_config.context_parallel_algo)",
+                )
+            )
         else:
-            found.append(error(
-                KEYS["cp"],
-                f"cp={lo.cp}: megatron-core 0.16/0.17 require cp=1 for Gated DeltaNet layers; set parallel.cp=1",
-            ))
+            found.append(
+                error(
+                    KEYS["cp"],
+                    f"cp={lo.cp}: megatron-core 0.16/0.17 require cp=1 for Gated DeltaNet layers; set parallel.cp=1",
+                )
+            )
     found += _pipeline_problems(lo, arch, first_last)
     return found
 
@@ -166,24 +192,33 @@ def _pipeline_problems(lo: Layout, arch: DictConfig, first_last: tuple[int | Non
     if given and lo.pp > len(given):
         middle, stages = layers - sum(given), lo.pp - len(given)
         if middle < 0 or middle % stages:
-            return [error(
-                (KEYS["pp"], f"{MEGATRON}.override_transformer_config.num_layers_in_first_pipeline_stage"),
-                f"{layers} layers minus first/last stage {given} leave {middle} for {stages} stages: not even",
-            )]
+            return [
+                error(
+                    (
+                        KEYS["pp"],
+                        f"{MEGATRON}.override_transformer_config.num_layers_in_first_pipeline_stage",
+                    ),
+                    f"{layers} layers minus first/last stage {given} leave {middle} for {stages} stages: not even",
+                )
+            ]
         return []
     if layers % lo.pp:
-        return [error(
-            KEYS["pp"],
-            f"pp={lo.pp} does not divide num_layers={layers} of {arch.name}; pp may be one of "
-            f"{divisors(layers)} (or give num_layers_in_first/last_pipeline_stage)",
-        )]
+        return [
+            error(
+                KEYS["pp"],
+                f"pp={lo.pp} does not divide num_layers={layers} of {arch.name}; pp may be one of "
+                f"{divisors(layers)} (or give num_layers_in_first/last_pipeline_stage)",
+            )
+        ]
     per_stage = layers // lo.pp
     if lo.vpp is not None and (lo.vpp < 1 or per_stage % lo.vpp):
-        return [error(
-            KEYS["vpp"],
-            f"vpp={lo.vpp} does not divide the {per_stage} layers per pipeline stage "
-            f"({layers}/pp={lo.pp}); vpp may be one of {divisors(per_stage)[1:] or 'none (use null)'}",
-        )]
+        return [
+            error(
+                KEYS["vpp"],
+                f"vpp={lo.vpp} does not divide the {per_stage} layers per pipeline stage "
+                f"({layers}/pp={lo.pp}); vpp may be one of {divisors(per_stage)[1:] or 'none (use null)'}",
+            )
+        ]
     return []
 
 
@@ -196,8 +231,10 @@ def layers_per_stage(lo: Layout, arch: DictConfig) -> str:
 
 def sequence_parallel_problems(cfg: DictConfig, lo: Layout) -> list[Problem]:
     if cfg.actor_rollout_ref.actor.megatron.get("sequence_parallel") and lo.tp == 1:
-        return [warning(
-            (f"{MEGATRON}.sequence_parallel", KEYS["tp"]),
-            "sequence_parallel=true has no effect at tp=1 (verl turns it off)",
-        )]
+        return [
+            warning(
+                (f"{MEGATRON}.sequence_parallel", KEYS["tp"]),
+                "sequence_parallel=true has no effect at tp=1 (verl turns it off)",
+            )
+        ]
     return []

@@ -17,8 +17,14 @@ from verl_qwen35.checks.problem import Problem, error, warning
 
 # Keys MindSpeed adds on Ascend; stock megatron-core's TransformerConfig has none of them.
 MINDSPEED_KEYS = frozenset(
-    {"use_flash_attn", "use_naive_l2norm", "use_ascend_gdn", "use_triton_gdn", "use_fused_rmsnorm",
-     "context_parallel_algo"}
+    {
+        "use_flash_attn",
+        "use_naive_l2norm",
+        "use_ascend_gdn",
+        "use_triton_gdn",
+        "use_fused_rmsnorm",
+        "context_parallel_algo",
+    }
 )
 _SOURCES = {
     "TransformerConfig": "transformer/transformer_config.py",
@@ -73,11 +79,13 @@ def override_key_problems(cfg: DictConfig, device: str, fields: frozenset[str] |
         if name in valid:
             continue
         if name in MINDSPEED_KEYS:
-            found.append(error(
-                f"{key}.{name}",
-                f"is a MindSpeed (Ascend) key; stock megatron-core on {device} rejects it. "
-                f"Remove it with ~{key}.{name} or use device=npu",
-            ))
+            found.append(
+                error(
+                    f"{key}.{name}",
+                    f"is a MindSpeed (Ascend) key; stock megatron-core on {device} rejects it. "
+                    f"Remove it with ~{key}.{name} or use device=npu",
+                )
+            )
             continue
         close = difflib.get_close_matches(name, sorted(valid), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""

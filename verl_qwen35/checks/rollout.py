@@ -20,35 +20,40 @@ def rollout_problems(lo: Layout, arch: DictConfig, engine: str) -> list[Problem]
     found = []
     replica = lo.gen_tp * lo.gen_dp * lo.gen_pp
     if lo.world % replica:
-        found.append(error(
-            (KEYS["gen_tp"], KEYS["gen_dp"], KEYS["gen_pp"]),
-            f"world {lo.world} is not divisible by rollout tp*dp*pp={lo.gen_tp}*{lo.gen_dp}*{lo.gen_pp}"
-            f"={replica}; rollout tp may be one of {rollout_tp_choices(arch, lo.world)}",
-        ))
+        found.append(
+            error(
+                (KEYS["gen_tp"], KEYS["gen_dp"], KEYS["gen_pp"]),
+                f"world {lo.world} is not divisible by rollout tp*dp*pp={lo.gen_tp}*{lo.gen_dp}*{lo.gen_pp}"
+                f"={replica}; rollout tp may be one of {rollout_tp_choices(arch, lo.world)}",
+            )
+        )
     problems_with_heads = []
     if not heads_fit(lo.gen_tp, arch.num_attention_heads, arch.num_key_value_heads):
-        problems_with_heads.append(
-            f"{arch.num_attention_heads} attention heads / {arch.num_key_value_heads} KV heads"
-        )
+        problems_with_heads.append(f"{arch.num_attention_heads} attention heads / {arch.num_key_value_heads} KV heads")
     for name in ("linear_num_key_heads", "linear_num_value_heads"):
         if arch[name] % lo.gen_tp:
             problems_with_heads.append(f"Gated DeltaNet {name}={arch[name]}")
     if problems_with_heads:
-        found.append(error(
-            KEYS["gen_tp"],
-            f"rollout tp={lo.gen_tp} does not split {' and '.join(problems_with_heads)}; "
-            f"rollout tp may be one of {rollout_tp_choices(arch, lo.world)}",
-        ))
+        found.append(
+            error(
+                KEYS["gen_tp"],
+                f"rollout tp={lo.gen_tp} does not split {' and '.join(problems_with_heads)}; "
+                f"rollout tp may be one of {rollout_tp_choices(arch, lo.world)}",
+            )
+        )
     if lo.gen_ep > 1 and lo.gen_ep != lo.gen_tp * lo.gen_dp:
-        found.append(error(
-            (KEYS["gen_ep"], KEYS["gen_tp"], KEYS["gen_dp"]),
-            f"rollout expert_parallel_size={lo.gen_ep} must equal rollout tp*dp={lo.gen_tp * lo.gen_dp} "
-            "(or be 1)",
-        ))
+        found.append(
+            error(
+                (KEYS["gen_ep"], KEYS["gen_tp"], KEYS["gen_dp"]),
+                f"rollout expert_parallel_size={lo.gen_ep} must equal rollout tp*dp={lo.gen_tp * lo.gen_dp} (or be 1)",
+            )
+        )
     if lo.gen_pp > 1 and engine in ("vllm", "sglang"):
-        found.append(error(
-            KEYS["gen_pp"],
-            f"{engine} rollout has no pipeline parallelism in verl; set "
-            f"actor_rollout_ref.rollout.pipeline_model_parallel_size=1 (now {lo.gen_pp})",
-        ))
+        found.append(
+            error(
+                KEYS["gen_pp"],
+                f"{engine} rollout has no pipeline parallelism in verl; set "
+                f"actor_rollout_ref.rollout.pipeline_model_parallel_size=1 (now {lo.gen_pp})",
+            )
+        )
     return found

@@ -29,11 +29,13 @@ def packing_problems(cfg: DictConfig, mcore: tuple[int, int] | None) -> list[Pro
     on = [k for k, v in packed.items() if v]
     shown = "0.16 (the Ascend image's)" if mcore is None else ".".join(map(str, mcore))
     if on and (mcore is None or mcore < PACKED_GDN_MCORE):
-        found.append(error(
-            tuple(on),
-            f"packed sequences (use_remove_padding=true) are not supported by Gated DeltaNet before "
-            f"megatron-core 0.18 (installed: {shown}); set {on[0]}=false",
-        ))
+        found.append(
+            error(
+                tuple(on),
+                f"packed sequences (use_remove_padding=true) are not supported by Gated DeltaNet before "
+                f"megatron-core 0.18 (installed: {shown}); set {on[0]}=false",
+            )
+        )
     dynamic = {
         "actor_rollout_ref.actor.use_dynamic_bsz": actor.use_dynamic_bsz,
         f"{ROLLOUT}.log_prob_use_dynamic_bsz": cfg.actor_rollout_ref.rollout.log_prob_use_dynamic_bsz,
@@ -42,11 +44,13 @@ def packing_problems(cfg: DictConfig, mcore: tuple[int, int] | None) -> list[Pro
     if not cfg.megatron.use_remove_padding:
         for key, value in dynamic.items():
             if value:
-                found.append(error(
-                    (key, "megatron.use_remove_padding"),
-                    "dynamic batch size needs packed sequences (use_remove_padding=true), which Qwen3.5's "
-                    f"Gated DeltaNet cannot use here; set {key}=false",
-                ))
+                found.append(
+                    error(
+                        (key, "megatron.use_remove_padding"),
+                        "dynamic batch size needs packed sequences (use_remove_padding=true), which Qwen3.5's "
+                        f"Gated DeltaNet cannot use here; set {key}=false",
+                    )
+                )
     return found
 
 
@@ -59,18 +63,22 @@ def length_problems(cfg: DictConfig) -> list[Problem]:
     engine_len, rollout_len = from_engine.get("max_model_len"), rollout.get("max_model_len")
     found = []
     if engine_len is not None and rollout_len is not None and engine_len != rollout_len:
-        found.append(warning(
-            (engine_key, f"{ROLLOUT}.max_model_len"),
-            f"two max_model_len values ({engine_len} and {rollout_len}); the engine kwargs one ({engine_len}) "
-            "reaches vLLM; keep one",
-        ))
+        found.append(
+            warning(
+                (engine_key, f"{ROLLOUT}.max_model_len"),
+                f"two max_model_len values ({engine_len} and {rollout_len}); the engine kwargs one ({engine_len}) "
+                "reaches vLLM; keep one",
+            )
+        )
     in_use = engine_len if engine_len is not None else rollout_len
     key = engine_key if engine_len is not None else f"{ROLLOUT}.max_model_len"
     if in_use is not None and needed > in_use:
-        found.append(error(
-            (key, "data.max_prompt_length", "data.max_response_length"),
-            f"max_prompt_length+max_response_length={cfg.data.max_prompt_length}+"
-            f"{cfg.data.max_response_length}={needed} exceeds max_model_len={in_use}; "
-            f"raise {key} to at least {needed} or shorten the lengths",
-        ))
+        found.append(
+            error(
+                (key, "data.max_prompt_length", "data.max_response_length"),
+                f"max_prompt_length+max_response_length={cfg.data.max_prompt_length}+"
+                f"{cfg.data.max_response_length}={needed} exceeds max_model_len={in_use}; "
+                f"raise {key} to at least {needed} or shorten the lengths",
+            )
+        )
     return found
