@@ -3,9 +3,9 @@
 import pytest
 from omegaconf import OmegaConf
 
+from verl_qwen35.checks.parity import PARALLEL_KEYS
 from verl_qwen35.compose import compose
 from verl_qwen35.flat import flatten
-from verl_qwen35.parity import PARALLEL_KEYS
 
 from .conftest import REFERENCE_LAYOUTS
 
@@ -54,9 +54,7 @@ def test_one_parallel_key_moves_actor_and_ref_together(key):
 
 def test_layout_numbers_are_written_once():
     """Trainer and rollout sizes follow the parallel node too."""
-    cfg = compose(
-        ["model=35b", "device=gpu", "parallel.nnodes=2", "parallel.devices_per_node=4", "parallel.gen_tp=4"]
-    )
+    cfg = compose(["model=35b", "device=gpu", "parallel.nnodes=2", "parallel.devices_per_node=4", "parallel.gen_tp=4"])
     assert (cfg.trainer.nnodes, cfg.trainer.n_gpus_per_node) == (2, 4)
     assert cfg.actor_rollout_ref.rollout.tensor_model_parallel_size == 4
 

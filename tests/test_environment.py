@@ -22,9 +22,7 @@ def test_a_value_in_the_users_environment_wins():
     env = effective_env(cfg, environ={"OMP_NUM_THREADS": "8", "http_proxy": "http://corp:3128"})
     assert env["OMP_NUM_THREADS"] == "8"
     assert env["http_proxy"] == ""
-    assert from_shell(cfg, environ={"OMP_NUM_THREADS": "8", "HCCL_BUFFSIZE": "300"}) == {
-        "OMP_NUM_THREADS": "8"
-    }
+    assert from_shell(cfg, environ={"OMP_NUM_THREADS": "8", "HCCL_BUFFSIZE": "300"}) == {"OMP_NUM_THREADS": "8"}
 
 
 def test_apply_sets_driver_and_runtime_env(monkeypatch):

@@ -2,8 +2,8 @@
 
 import pytest
 
+from verl_qwen35.checks.parity import ACTOR, REF, parity_errors, patch_sources
 from verl_qwen35.compose import compose
-from verl_qwen35.parity import ACTOR, REF, parity_errors, patch_sources
 
 
 def test_presets_have_identical_actor_and_ref_patches(combo):
@@ -29,7 +29,8 @@ def test_a_one_sided_override_is_refused_naming_both_keys(override):
     errors = parity_errors(cfg)
     key = override.lstrip("+").split("=")[0].split(".megatron.")[1].split(".")[0]
     assert len(errors) == 1
-    assert f"{ACTOR}.{key}" in errors[0] and f"{REF}.{key}" in errors[0]
+    assert errors[0].keys[:2] == (f"{ACTOR}.{key}", f"{REF}.{key}")
+    assert f"{ACTOR}.{key}" in errors[0].message and f"{REF}.{key}" in errors[0].message
 
 
 def test_setting_the_patch_once_moves_both():
@@ -50,4 +51,4 @@ def test_setting_the_patch_once_moves_both():
 def test_both_sides_overridden_alike_still_points_at_the_patch():
     cfg = compose(["model=35b", "device=gpu", f"{ACTOR}.dtype=float16", f"{REF}.dtype=float16"])
     (error,) = parity_errors(cfg)
-    assert "megatron.dtype='bfloat16'" in error
+    assert "megatron.dtype='bfloat16'" in error.message

@@ -83,9 +83,7 @@ def test_every_difference_from_the_seed_is_listed(combo, monkeypatch):
 def test_every_listed_difference_still_occurs(monkeypatch):
     used = {i for combo in COMBOS for k in differences(combo, monkeypatch) for i in _listed(k, combo)}
     schema = installed_verl_schema()
-    stale = [
-        e["key"] for i, e in enumerate(DIFFERENCES) if i not in used and e.get("schema", schema) == schema
-    ]
+    stale = [e["key"] for i, e in enumerate(DIFFERENCES) if i not in used and e.get("schema", schema) == schema]
     assert not stale, f"differences.yaml lists differences that no longer occur: {stale}"
 
 

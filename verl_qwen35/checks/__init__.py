@@ -10,11 +10,11 @@ from verl_qwen35.checks.megatron_keys import (
     override_key_problems,
     transformer_config_fields,
 )
+from verl_qwen35.checks.parity import parity_errors
 from verl_qwen35.checks.problem import Level, Problem, error
 from verl_qwen35.checks.rollout import rollout_problems
 from verl_qwen35.checks.sequences import length_problems, megatron_core_version, packing_problems
 from verl_qwen35.environment import secret_errors
-from verl_qwen35.parity import parity_errors
 
 __all__ = ["Problem", "preflight"]
 
@@ -26,7 +26,7 @@ def device_of(cfg: DictConfig) -> str:
 def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem]:
     """All problems of a resolved config; `machine_missing` is the level of a missing local file."""
     device = device_of(cfg)
-    found = [error("actor_rollout_ref.*.megatron", message) for message in parity_errors(cfg)]
+    found = parity_errors(cfg)
     found += [error(f"env.set.{name}", message) for name, message in secret_errors(cfg)]
     layout = Layout.of(cfg)
     otc = cfg.megatron.override_transformer_config

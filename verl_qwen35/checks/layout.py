@@ -132,7 +132,7 @@ def layout_problems(
         fitting = [e for e in divisors(arch.num_experts) if world % (lo.etp * e * lo.pp) == 0]
         found.append(
             error(
-                (KEYS["ep"], KEYS["etp"], KEYS["pp"]),
+                (KEYS["ep"], KEYS["etp"], KEYS["pp"], KEYS["nnodes"], KEYS["devices_per_node"]),
                 f"world {world} is not divisible by etp*ep*pp={lo.etp}*{lo.ep}*{lo.pp}={expert_grid} "
                 f"(the expert grid); with etp={lo.etp} pp={lo.pp}, ep may be one of {fitting}",
             )

@@ -2,6 +2,8 @@
 
 from omegaconf import DictConfig, OmegaConf
 
+from verl_qwen35.checks.problem import Problem, error
+
 ACTOR = "actor_rollout_ref.actor.megatron"
 REF = "actor_rollout_ref.ref.megatron"
 # Parallel sizes are part of the patch; each interpolates one `parallel.*` key.
@@ -26,21 +28,32 @@ def _plain(value: object) -> object:
     return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
-def parity_errors(cfg: DictConfig) -> list[str]:
-    """One message per patched key on which actor, ref and the patch disagree."""
+def parity_errors(cfg: DictConfig) -> list[Problem]:
+    """One error per patched key on which actor, ref and the patch disagree, naming all three keys."""
     errors = []
     for key, source in patch_sources(cfg).items():
         want = _plain(OmegaConf.select(cfg, source))
         actor = _plain(OmegaConf.select(cfg, f"{ACTOR}.{key}", default=None))
         ref = _plain(OmegaConf.select(cfg, f"{REF}.{key}", default=None))
+        keys = (f"{ACTOR}.{key}", f"{REF}.{key}", source)
         if actor != ref:
             errors.append(
-                f"{ACTOR}.{key}={actor!r} but {REF}.{key}={ref!r}: actor and ref must share the "
-                f"Megatron patch. Set {source}=... (it feeds both) and drop the side-specific override."
+                error(
+                    keys,
+                    (
+                        f"{ACTOR}.{key}={actor!r} but {REF}.{key}={ref!r}: actor and ref must share the "
+                        f"Megatron patch. Set {source}=... (it feeds both) and drop the side-specific override."
+                    ),
+                )
             )
         elif actor != want:
             errors.append(
-                f"{ACTOR}.{key} and {REF}.{key} are {actor!r} but {source}={want!r}: set {source} "
-                f"instead, so the printed patch is the one that runs."
+                error(
+                    keys,
+                    (
+                        f"{ACTOR}.{key} and {REF}.{key} are {actor!r} but {source}={want!r}: set {source} "
+                        f"instead, so the printed patch is the one that runs."
+                    ),
+                )
             )
     return errors
