@@ -65,7 +65,11 @@ def run(cfg: DictConfig) -> None:
     if mode == "full":
         from verl_qwen35.verl_check import verl_validate
 
-        verl_validate(cfg)
+        try:
+            verl_validate(cfg)
+        except Exception as err:  # verl raises AssertionError, ValueError, TypeError, ...
+            print(f"ERROR   [verl] verl's own checks refused this config: {type(err).__name__}: {err}", file=sys.stderr)
+            raise LaunchRefused(2) from err
     if mode != "launch":
         warned = len(found)
         print(f"verdict    OK ({warned} warning(s)): dry run, nothing launched")

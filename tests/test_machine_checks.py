@@ -1,0 +1,112 @@
+"""Data files and a local model directory: real tiny files, warning in a dry run, error at launch."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from verl_qwen35.checks.files import data_problems, model_path_problems
+from verl_qwen35.compose import compose
+
+ROW = {
+    "data_source": "hiyouga/geometry3k",
+    "prompt": [{"role": "user", "content": "x?"}],
+    "reward_model": {"style": "rule", "ground_truth": "1"},
+    "images": [b""],
+}
+
+
+def write_parquet(path, drop=()):
+    pd.DataFrame([{k: v for k, v in ROW.items() if k not in drop}]).to_parquet(path)
+    return path
+
+
+def cfg_with(tmp_path, train, val, model="35b"):
+    return compose([f"model={model}", "device=gpu", f"data.train_files={train}", f"data.val_files={val}"])
+
+
+def test_tiny_parquet_with_verls_columns_passes(tmp_path):
+    train, val = write_parquet(tmp_path / "train.parquet"), write_parquet(tmp_path / "test.parquet")
+    assert data_problems(cfg_with(tmp_path, train, val), missing="error") == []
+
+
+def test_missing_column_is_an_error_naming_it(tmp_path):
+    train = write_parquet(tmp_path / "train.parquet", drop=("reward_model",))
+    val = write_parquet(tmp_path / "test.parquet")
+    (problem,) = data_problems(cfg_with(tmp_path, train, val), missing="error")
+    assert problem.level == "error" and problem.keys[0] == "data.train_files" and "reward_model" in problem.message
+
+
+def test_a_file_that_is_not_parquet_is_an_error(tmp_path):
+    bad = tmp_path / "train.parquet"
+    bad.write_text("not parquet")
+    (problem,) = data_problems(cfg_with(tmp_path, bad, write_parquet(tmp_path / "t.parquet")), missing="error")
+    assert "not a readable parquet" in problem.message
+
+
+@pytest.mark.parametrize("level", ["warning", "error"])
+def test_a_missing_file_has_the_level_of_the_mode_and_the_prepare_command(tmp_path, level):
+    found = data_problems(cfg_with(tmp_path, tmp_path / "no.parquet", tmp_path / "nope.parquet"), missing=level)
+    assert [p.level for p in found] == [level, level]
+    assert f"python -m verl_qwen35.data --out {tmp_path}" in found[0].message
+
+
+def write_model_dir(path, **text_config):
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps({"model_type": "qwen3_5_moe", "text_config": text_config}))
+    return path
+
+
+def test_local_weights_matching_the_preset_pass(tmp_path):
+    weights = write_model_dir(
+        tmp_path / "w", hidden_size=2048, num_hidden_layers=40, num_experts=256, linear_num_value_heads=32
+    )
+    cfg = compose(["model=35b", "device=gpu", f"actor_rollout_ref.model.path={weights}"])
+    assert model_path_problems(cfg, missing="error") == []
+
+
+def test_35b_preset_pointed_at_122b_weights_is_refused(tmp_path):
+    weights = write_model_dir(
+        tmp_path / "w", hidden_size=3072, num_hidden_layers=48, num_experts=256, linear_num_value_heads=64
+    )
+    cfg = compose(["model=35b", "device=gpu", f"actor_rollout_ref.model.path={weights}"])
+    (problem,) = model_path_problems(cfg, missing="error")
+    assert problem.keys == ("actor_rollout_ref.model.path", "model")
+    assert "num_hidden_layers=48 (preset Qwen3.5-35B-A3B: 40)" in problem.message
+
+
+def test_hub_id_is_fine_and_a_missing_local_path_follows_the_mode(tmp_path):
+    assert model_path_problems(compose(["model=122b"]), missing="error") == []
+    cfg = compose(["model=122b", f"actor_rollout_ref.model.path={tmp_path}/absent"])
+    assert [p.level for p in model_path_problems(cfg, missing="warning")] == ["warning"]
+
+
+def run_entry(tmp_path, *args):
+    return subprocess.run([sys.executable, "-m", "verl_qwen35", *args], cwd=tmp_path, capture_output=True, text=True)
+
+
+def test_dry_run_of_a_shipped_preset_exits_0_with_marked_warnings(tmp_path):
+    run = run_entry(tmp_path, "device=npu", "model=122b", "dry_run=true", f"data.train_files={tmp_path}/x.parquet")
+    assert run.returncode == 0, run.stderr
+    assert "WARNING [data.train_files]" in run.stderr
+    for line in ("64 devices", "DP 8, expert-DP 1, layers per pipeline stage 12", "4 replicas", "768 sequences"):
+        assert line in run.stdout
+
+
+def test_missing_data_is_an_error_in_full_dry_run_and_at_launch_before_ray(tmp_path):
+    for mode in ("dry_run=full", "dry_run=false"):
+        run = run_entry(tmp_path, "device=gpu", "model=35b", mode, f"data.train_files={tmp_path}/x.parquet")
+        assert run.returncode == 2, run.stderr
+        assert "ERROR   [data.train_files]" in run.stderr and "REFUSED" in run.stderr
+        assert "ray" not in run.stdout.lower()
+
+
+def test_full_dry_run_runs_verls_validate_config(tmp_path):
+    train, val = write_parquet(tmp_path / "train.parquet"), write_parquet(tmp_path / "test.parquet")
+    run = run_entry(
+        tmp_path, "device=npu", "model=122b", "dry_run=full", f"data.train_files={train}", f"data.val_files={val}"
+    )
+    assert run.returncode == 0, run.stderr
+    assert "validate_config and actor/ref/rollout dataclasses: OK" in run.stdout
