@@ -1,0 +1,96 @@
+"""Config diff for review, checked against an independent key-by-key comparison."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from verl_qwen35.compose import compose
+from verl_qwen35.diff import main as diff_main
+from verl_qwen35.versions import installed_verl_schema
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+GPU, NPU = "device=gpu model=122b", "device=npu model=122b"
+
+
+def independent(a: dict, b: dict, prefix: str = "") -> dict[str, tuple]:
+    """A second, recursive statement of 'what differs': key -> (a or None, b or None)."""
+    out = {}
+    for key in a.keys() | b.keys():
+        path, va, vb = f"{prefix}{key}", a.get(key, "<absent>"), b.get(key, "<absent>")
+        if isinstance(va, dict) and isinstance(vb, dict) and va and vb:
+            out |= independent(va, vb, f"{path}.")
+        elif isinstance(va, dict) and va and vb == "<absent>":
+            out |= {k: (v, "<absent>") for k, (v, _) in independent(va, {}, f"{path}.").items()}
+        elif isinstance(vb, dict) and vb and va == "<absent>":
+            out |= {k: ("<absent>", v) for k, (_, v) in independent({}, vb, f"{path}.").items()}
+        elif va != vb:
+            out[path] = (va, vb)
+    return out
+
+
+def run_json(capsys, *args) -> tuple[int, dict]:
+    code = diff_main([*args, "--format", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_gpu_vs_npu_matches_an_independent_comparison(capsys):
+    code, report = run_json(capsys, GPU, NPU)
+    expected = independent(
+        OmegaConf.to_container(compose(GPU.split()), resolve=True),
+        OmegaConf.to_container(compose(NPU.split()), resolve=True),
+    )
+    got = {k: (v["a"], v["b"]) for k, v in report["changed"].items()}
+    got |= {k: ("<absent>", v) for k, v in report["added"].items()}
+    got |= {k: (v, "<absent>") for k, v in report["removed"].items()}
+    assert code == 1 and got == expected
+    assert ("actor_rollout_ref.actor.megatron.vanilla_mbridge") in got
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_formats_show_every_changed_key(capsys, fmt):
+    assert diff_main([GPU, NPU, "--format", fmt]) == 1
+    out = capsys.readouterr().out
+    assert "actor_rollout_ref.ref.megatron.pipeline_model_parallel_size" in out
+    assert (
+        ("| actor_rollout_ref |" in out)
+        if fmt == "markdown"
+        else ("[parallel]" in out and "~ parallel.pp: 2 -> 4" in out)
+    )
+
+
+def test_equal_sides_exit_0_and_ignore_globs_drop_keys(capsys):
+    assert diff_main([GPU, GPU]) == 0
+    assert capsys.readouterr().out.endswith("0 changed, 0 added, 0 removed\n")
+    code, report = run_json(
+        capsys,
+        "device=gpu",
+        "device=gpu parallel.tp=4 env.set.VLLM_USE_V1=0",
+        "--ignore",
+        "env.*",
+        "--ignore",
+        "*tensor_model_parallel_size",
+    )
+    assert code == 1 and set(report["changed"]) == {"parallel.tp"}
+
+
+def test_golden_file_against_its_override_set_is_equal(capsys, monkeypatch):
+    monkeypatch.setenv("HOME", "/home/user")
+    golden = GOLDEN / installed_verl_schema() / "122b_npu.yaml"
+    assert diff_main([str(golden), NPU]) == 0
+
+
+def test_actor_ref_mismatch_is_called_out(capsys):
+    code = diff_main([NPU, f"{NPU} actor_rollout_ref.ref.megatron.use_remove_padding=true"])
+    out = capsys.readouterr().out
+    assert code == 1 and "!! actor/ref Megatron mismatch in B" in out and "use_remove_padding" in out
+
+
+def test_bad_input_exits_2_and_the_console_script_exists(tmp_path):
+    assert diff_main(["model=hf_model", GPU]) == 2
+    assert diff_main([str(tmp_path / "missing.yaml"), GPU]) == 2
+    run = subprocess.run([sys.executable, "-m", "verl_qwen35.diff", "--help"], capture_output=True, text=True)
+    assert run.returncode == 0 and "--ignore" in run.stdout
