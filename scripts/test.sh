@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Install the project and its test extra into a fresh virtualenv, then run the whole test suite.
+#
+#   bash scripts/test.sh [0.9|0.8] [pytest args...]     (default 0.9)
+#
+# The venv is .venv-verl<version> in the repo root, removed and recreated on every run so that
+# nothing installed by hand leaks in. torch is pinned through constraints/verl-<version>.txt
+# (an unpinned torch pulls a multi-GB CUDA build); for 0.8 the constraints also pin verl==0.8.0.
+set -euo pipefail
+
+version="${1:-0.9}"
+case "$version" in
+  0.9 | 0.8) ;;
+  *) echo "usage: $0 [0.9|0.8] [pytest args...]" >&2; exit 2 ;;
+esac
+if [ $# -gt 0 ]; then shift; fi
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+constraints="constraints/verl-${version}.txt"
+venv=".venv-verl${version}"
+python="${PYTHON:-python3.11}"
+
+seconds() { date +%s; }
+start=$(seconds)
+
+echo "== verl ${version}: fresh ${venv} ($("$python" --version))"
+rm -rf "$venv"
+"$python" -m venv "$venv"
+# pip -q still warns about each package that this machine's local extra indexes lack: drop that noise.
+pip_install() {
+  "$venv/bin/python" -m pip install --quiet "$@" 2>&1 \
+    | { grep -v "^WARNING: Location 'file:.*' is ignored: it is neither a file nor a directory" || true; }
+}
+pip_install --upgrade pip
+pip_install -c "$constraints" -e '.[test]'
+
+"$venv/bin/python" - "$version" <<'EOF'
+import sys
+from importlib.metadata import version
+
+for name in ("verl", "torch", "megatron-core", "hydra-core", "omegaconf"):
+    print(f"   {name:14} {version(name)}")
+wanted = sys.argv[1]
+if not version("verl").startswith(wanted + "."):
+    sys.exit(f"expected verl {wanted}.x, got {version('verl')}")
+EOF
+installed=$(seconds)
+echo "== installed in $((installed - start)) s; running pytest"
+
+status=0
+"$venv/bin/python" -m pytest "$@" || status=$?
+echo "== verl ${version}: install $((installed - start)) s, tests $(($(seconds) - installed)) s, pytest exit ${status}"
+exit "$status"
