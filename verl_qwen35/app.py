@@ -1,16 +1,19 @@
 """The job: preflight the composed config, then print the plan (dry run) or launch verl."""
 
 import sys
+from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks import Problem, preflight
-from verl_qwen35.environment import apply_env, from_shell
+from verl_qwen35.environment import from_shell, job_environment
 from verl_qwen35.plan import plan_lines
+from verl_qwen35.sweep import in_multirun, job_tag, write_verdict
 from verl_qwen35.versions import installed_verl_schema
 
 MODES = {False: "launch", True: "dry", "full": "full"}
+LAUNCH_FILE = "launch.yaml"
 
 
 class LaunchRefused(SystemExit):
@@ -44,37 +47,70 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
                 ),
             )
         )
+    if mode == "full" and not [p for p in found if p.level == "error"]:
+        found += _verl_problems(cfg)
     return found
+
+
+def _verl_problems(cfg: DictConfig) -> list[Problem]:
+    from verl_qwen35.verl_check import verl_validate
+
+    try:
+        verl_validate(cfg)
+    except Exception as err:  # verl raises AssertionError, ValueError, TypeError, ...
+        return [Problem("error", ("verl",), f"verl's own checks refused this config: {type(err).__name__}: {err}")]
+    return []
+
+
+def separate_sweep_job(cfg: DictConfig) -> None:
+    """In a sweep, each job gets its own experiment name and checkpoint directory."""
+    tag = job_tag()
+    cfg.trainer.experiment_name = f"{cfg.trainer.experiment_name}_{tag}"
+    cfg.trainer.default_local_dir = str(Path(cfg.trainer.default_local_dir) / tag)
 
 
 def run(cfg: DictConfig) -> None:
     mode = mode_of(cfg)
     choices, output_dir = _choices()
     OmegaConf.resolve(cfg)
+    if in_multirun():
+        separate_sweep_job(cfg)
     found = problems(cfg, choices, mode)
+    errors = [p for p in found if p.level == "error"]
+    if output_dir:
+        write_verdict(
+            output_dir,
+            {
+                "job": HydraConfig.get().job.get("num", 0) if in_multirun() else 0,
+                "overrides": list(HydraConfig.get().overrides.task),
+                "mode": mode,
+                "valid": not errors,
+                "errors": [{"keys": list(p.keys), "message": p.message} for p in errors],
+                "warnings": [{"keys": list(p.keys), "message": p.message} for p in found if p.level == "warning"],
+            },
+        )
     for problem in found:
         print(problem, file=sys.stderr)
-    errors = [p for p in found if p.level == "error"]
     if mode != "launch":
         print("\n".join(plan_lines(cfg, choices, output_dir)))
         for name, value in from_shell(cfg).items():
             print(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})")
     if errors:
         print(f"verdict    REFUSED: {len(errors)} error(s), nothing launched", file=sys.stderr)
+        if in_multirun():
+            return  # the sweep goes on; SweepSummary reports and sets the exit code
         raise LaunchRefused(2)
-    if mode == "full":
-        from verl_qwen35.verl_check import verl_validate
-
-        try:
-            verl_validate(cfg)
-        except Exception as err:  # verl raises AssertionError, ValueError, TypeError, ...
-            print(f"ERROR   [verl] verl's own checks refused this config: {type(err).__name__}: {err}", file=sys.stderr)
-            raise LaunchRefused(2) from err
     if mode != "launch":
-        warned = len(found)
-        print(f"verdict    OK ({warned} warning(s)): dry run, nothing launched")
+        print(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
         return
-    apply_env(cfg)
+    if output_dir:
+        (Path(output_dir) / LAUNCH_FILE).write_text(OmegaConf.to_yaml(cfg))
+        print(f"relaunch   python -m verl_qwen35.relaunch {output_dir}", file=sys.stderr)
+    launch_now(cfg)
+
+
+def launch_now(cfg: DictConfig) -> None:
     from verl_qwen35.launch import launch
 
-    launch(cfg)
+    with job_environment(cfg):
+        launch(cfg)

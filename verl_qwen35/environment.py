@@ -6,7 +6,8 @@ so the same variables also go into `ray_kwargs.ray_init.runtime_env.env_vars`.
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from omegaconf import DictConfig, open_dict
 
@@ -40,6 +41,17 @@ def apply_env(cfg: DictConfig) -> dict[str, str]:
     with open_dict(runtime_env):
         runtime_env.env_vars = {**(runtime_env.get("env_vars") or {}), **values}
     return values
+
+
+@contextmanager
+def job_environment(cfg: DictConfig) -> Iterator[dict[str, str]]:
+    """apply_env for one job, then the driver's environment as it was: the next job of a sweep starts clean."""
+    saved = dict(os.environ)
+    try:
+        yield apply_env(cfg)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def secret_errors(cfg: DictConfig) -> list[tuple[str, str]]:

@@ -1,0 +1,89 @@
+"""Hydra multirun support: one row per job, and the summary table at the end of a sweep.
+
+Each job writes verdict.json into its own output directory (app.run); the SweepSummary
+callback, registered in conf/config.yaml, gathers them when the sweep ends, prints one
+table and writes summary.csv and summary.json into the sweep directory.
+"""
+
+import csv
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.core.hydra_config import HydraConfig
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from omegaconf import DictConfig
+
+VERDICT = "verdict.json"
+
+
+def in_multirun() -> bool:
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
+def job_tag() -> str:
+    """`job<N>_<swept overrides>`: unique within a sweep, readable in a checkpoint path."""
+    job = HydraConfig.get().job
+    return re.sub(r"[^A-Za-z0-9_.=,-]+", "_", f"job{job.num}_{job.override_dirname}").rstrip("_")
+
+
+def write_verdict(output_dir: str, record: dict[str, Any]) -> None:
+    (Path(output_dir) / VERDICT).write_text(json.dumps(record, indent=2))
+
+
+def _overrides(item: str) -> tuple[str, str]:
+    key, _, value = item.partition("=")
+    return key, value
+
+
+def first_reason(record: dict[str, Any]) -> str:
+    """`<short key>: <message>` of the first error; the short key is the `parallel.*` name when there is one."""
+    if not record["errors"]:
+        return ""
+    first = record["errors"][0]
+    return f"{first['keys'][0].split(' ')[0]}: {first['message']}"
+
+
+def summarize(sweep_dir: Path) -> list[dict[str, Any]]:
+    """One row per job, with only the override keys that vary across the sweep."""
+    records = sorted((json.loads(p.read_text()) for p in sweep_dir.glob(f"*/{VERDICT}")), key=lambda r: r["job"])
+    values = [dict(map(_overrides, r["overrides"])) for r in records]
+    keys = sorted({k for v in values for k in v})
+    swept = [k for k in keys if len({v.get(k) for v in values}) > 1] or keys
+    return [
+        {"job": r["job"], **{k: v.get(k, "") for k in swept}, "valid": r["valid"], "reason": first_reason(r)}
+        for r, v in zip(records, values, strict=True)
+    ]
+
+
+def table(rows: list[dict[str, Any]], reason_width: int = 100) -> str:
+    if not rows:
+        return "(no jobs)"
+    shown = [{k: str(v)[:reason_width] for k, v in row.items()} for row in rows]
+    widths = {k: max(len(k), *(len(r[k]) for r in shown)) for k in shown[0]}
+    line = lambda r: "  ".join(r[k].ljust(widths[k]) for k in widths).rstrip()  # noqa: E731
+    return "\n".join([line({k: k for k in widths}), line({k: "-" * w for k, w in widths.items()}), *map(line, shown)])
+
+
+class SweepSummary(Callback):
+    """Prints and saves the sweep's table; exits 2 when any job was refused."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        rows = summarize(sweep_dir)
+        if not rows:
+            return
+        (sweep_dir / "summary.json").write_text(json.dumps(rows, indent=2))
+        with (sweep_dir / "summary.csv").open("w", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        refused = sum(not r["valid"] for r in rows)
+        print(f"\nsweep: {len(rows)} job(s), {len(rows) - refused} valid, {refused} refused")
+        print(table(rows))
+        print(f"saved: {sweep_dir / 'summary.csv'} and summary.json")
+        if refused:
+            sys.exit(2)
