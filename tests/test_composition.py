@@ -66,3 +66,18 @@ def test_npu_and_gpu_differ_only_where_the_device_files_say():
     top = {k.split(".")[0] for k in changed}
     assert top <= {"actor_rollout_ref", "env", "megatron", "parallel", "trainer"}
     assert "megatron.vanilla_mbridge" in changed and "env.set.HCCL_BUFFSIZE" in changed
+
+
+def test_flattened_verl_base_equals_live_composition_of_installed_verl():
+    """conf/config.yaml starts from verl's committed _generated_ppo_megatron_trainer.yaml; it must
+    still equal what verl's own ppo_trainer composes to with model_engine=megatron."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from verl_qwen35.paths import verl_config_dir
+
+    with initialize_config_dir(str(verl_config_dir()), version_base=None):
+        live = hydra_compose("ppo_trainer", overrides=["model_engine=megatron"])
+    flattened = OmegaConf.load(verl_config_dir() / "_generated_ppo_megatron_trainer.yaml")
+    flattened.model_engine = "megatron"
+    assert OmegaConf.to_container(live) == OmegaConf.to_container(flattened)
