@@ -28,8 +28,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SEED = REPO / "tests" / "seed_fidelity" / "seed_overrides" / "122b_npu.txt"
 PRESET = ["device=npu", "model=122b"]
-# 2^5 = 32 layouts that all pass preflight on the preset's 64 devices: etp*ep*pp must divide
-# the world, so ep=16 (with etp=2, pp=4: 128) would refuse a job and stop the multirun.
+# 2^5 = 32 layouts that all pass preflight on the preset's 64 devices (etp*ep*pp divides the
+# world), so the time is that of 32 complete dry runs, not of early refusals.
 SWEEP = ["parallel.tp=1,2", "parallel.pp=2,4", "parallel.ep=4,8", "parallel.etp=1,2", "parallel.cp=1,2"]
 SECTIONS = ("cfg", "dryrun", "sweep")
 # Targets from the issues (seconds, or a speed-up factor).
