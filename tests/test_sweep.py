@@ -36,4 +36,4 @@ def test_all_valid_sweep_exits_0_and_jobs_get_their_own_checkpoint_dirs(tmp_path
     assert run.returncode == 0, run.stderr
     dirs = [line.split()[1] for line in run.stdout.splitlines() if line.startswith("checkpoint")]
     assert len(dirs) == 2 and len(set(dirs)) == 2
-    assert dirs[0].endswith("job0_device=gpu,model=35b,parallel.tp=1")
+    assert dirs[0] == f"{tmp_path}/sweep/0/checkpoints"

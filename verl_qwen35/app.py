@@ -62,19 +62,18 @@ def _verl_problems(cfg: DictConfig) -> list[Problem]:
     return []
 
 
-def separate_sweep_job(cfg: DictConfig) -> None:
-    """In a sweep, each job gets its own experiment name and checkpoint directory."""
-    tag = job_tag()
-    cfg.trainer.experiment_name = f"{cfg.trainer.experiment_name}_{tag}"
-    cfg.trainer.default_local_dir = str(Path(cfg.trainer.default_local_dir) / tag)
+def separate_sweep_job(cfg: DictConfig, output_dir: str) -> None:
+    """In a sweep, each job checkpoints into its own output directory under its own run name."""
+    cfg.trainer.experiment_name = f"{cfg.trainer.experiment_name}_{job_tag()}"
+    cfg.trainer.default_local_dir = str(Path(output_dir) / "checkpoints")
 
 
 def run(cfg: DictConfig) -> None:
     mode = mode_of(cfg)
     choices, output_dir = _choices()
     OmegaConf.resolve(cfg)
-    if in_multirun():
-        separate_sweep_job(cfg)
+    if in_multirun() and output_dir:
+        separate_sweep_job(cfg, output_dir)
     found = problems(cfg, choices, mode)
     errors = [p for p in found if p.level == "error"]
     if output_dir:

@@ -25,9 +25,10 @@ def in_multirun() -> bool:
 
 
 def job_tag() -> str:
-    """`job<N>_<swept overrides>`: unique within a sweep, readable in a checkpoint path."""
-    job = HydraConfig.get().job
-    return re.sub(r"[^A-Za-z0-9_.=,-]+", "_", f"job{job.num}_{job.override_dirname}").rstrip("_")
+    """`<sweep dir>_job<N>`: unique across jobs and across sweeps, readable in a run name."""
+    hydra_cfg = HydraConfig.get()
+    sweep = "_".join(Path(hydra_cfg.sweep.dir).parts[-2:])
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{sweep}_job{hydra_cfg.job.num}")
 
 
 def write_verdict(output_dir: str, record: dict[str, Any]) -> None:
