@@ -100,7 +100,8 @@ def heads_fit(tp: int, heads: int, kv_heads: int) -> bool:
     return heads % tp == 0 and kv_ok
 
 
-def _tp_choices(arch: DictConfig, world: int) -> list[int]:
+def tp_choices(arch: DictConfig, world: int) -> list[int]:
+    """TP sizes that divide the world and split every kind of head (training and rollout alike)."""
     return [
         t
         for t in divisors(world)
@@ -152,7 +153,7 @@ def layout_problems(
                 KEYS["tp"],
                 f"tp={lo.tp} does not split {arch.num_attention_heads} attention heads / "
                 f"{arch.num_key_value_heads} KV heads (heads % tp == 0, and KV heads a multiple or a "
-                f"divisor of tp); valid tp here: {_tp_choices(arch, world)}",
+                f"divisor of tp); valid tp here: {tp_choices(arch, world)}",
             )
         )
     for name in ("linear_num_key_heads", "linear_num_value_heads"):
@@ -161,7 +162,7 @@ def layout_problems(
                 error(
                     KEYS["tp"],
                     f"tp={lo.tp} does not divide Gated DeltaNet {name}={arch[name]}; "
-                    f"valid tp here: {_tp_choices(arch, world)}",
+                    f"valid tp here: {tp_choices(arch, world)}",
                 )
             )
     if lo.cp > 1:

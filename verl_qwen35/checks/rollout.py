@@ -2,18 +2,8 @@
 
 from omegaconf import DictConfig
 
-from verl_qwen35.checks.layout import KEYS, Layout, heads_fit
-from verl_qwen35.checks.problem import Problem, divisors, error
-
-
-def rollout_tp_choices(arch: DictConfig, world: int) -> list[int]:
-    return [
-        t
-        for t in divisors(world)
-        if heads_fit(t, arch.num_attention_heads, arch.num_key_value_heads)
-        and arch.linear_num_key_heads % t == 0
-        and arch.linear_num_value_heads % t == 0
-    ]
+from verl_qwen35.checks.layout import KEYS, Layout, heads_fit, tp_choices
+from verl_qwen35.checks.problem import Problem, error
 
 
 def rollout_problems(lo: Layout, arch: DictConfig, engine: str) -> list[Problem]:
@@ -24,7 +14,7 @@ def rollout_problems(lo: Layout, arch: DictConfig, engine: str) -> list[Problem]
             error(
                 (KEYS["gen_tp"], KEYS["gen_dp"], KEYS["gen_pp"]),
                 f"world {lo.world} is not divisible by rollout tp*dp*pp={lo.gen_tp}*{lo.gen_dp}*{lo.gen_pp}"
-                f"={replica}; rollout tp may be one of {rollout_tp_choices(arch, lo.world)}",
+                f"={replica}; rollout tp may be one of {tp_choices(arch, lo.world)}",
             )
         )
     problems_with_heads = []
@@ -38,7 +28,7 @@ def rollout_problems(lo: Layout, arch: DictConfig, engine: str) -> list[Problem]
             error(
                 KEYS["gen_tp"],
                 f"rollout tp={lo.gen_tp} does not split {' and '.join(problems_with_heads)}; "
-                f"rollout tp may be one of {rollout_tp_choices(arch, lo.world)}",
+                f"rollout tp may be one of {tp_choices(arch, lo.world)}",
             )
         )
     if lo.gen_ep > 1 and lo.gen_ep != lo.gen_tp * lo.gen_dp:
