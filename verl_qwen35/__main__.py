@@ -15,39 +15,46 @@ def _hydra_main(cfg: DictConfig) -> None:
     run(cfg)
 
 
+# Hydra's flags that take a value; `--info` takes one only when it names what to show.
+_VALUE_FLAGS = {
+    "--config-dir",
+    "-cd",
+    "--config-path",
+    "-cp",
+    "--config-name",
+    "-cn",
+    "--cfg",
+    "-c",
+    "--package",
+    "-p",
+    "--experimental-rerun",
+}
+_OPTIONAL_VALUE_FLAGS = {"--info", "-i"}
+
+
 def _split_argv(argv: list[str]) -> tuple[list[str], list[str], list[str]]:
-    """(hydra flags with their values, overrides, --config-dir values)."""
-    flags, overrides, config_dirs = [], [], []
-    takes_value = {
-        "--config-dir",
-        "-cd",
-        "--config-path",
-        "-cp",
-        "--config-name",
-        "-cn",
-        "--cfg",
-        "-c",
-        "--package",
-        "-p",
-        "--info",
-        "-i",
-        "--experimental-rerun",
-    }
-    args = iter(argv)
-    for arg in args:
-        name = arg.split("=", 1)[0]
-        if arg.startswith("-"):
-            flags.append(arg)
-            if name in takes_value and "=" not in arg:
-                value = next(args, None)
-                if value is not None:
-                    flags.append(value)
-                    if name in ("--config-dir", "-cd"):
-                        config_dirs.append(value)
-            elif name in ("--config-dir", "-cd"):
-                config_dirs.append(arg.split("=", 1)[1])
-        else:
+    """(Hydra flags with their values, overrides, --config-dir values)."""
+    flags: list[str] = []
+    overrides: list[str] = []
+    config_dirs: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if not arg.startswith("-"):
             overrides.append(arg)
+            continue
+        flags.append(arg)
+        name, has_value, value = arg.partition("=")
+        if not has_value and i < len(argv):
+            following = argv[i]
+            if name in _VALUE_FLAGS or (
+                name in _OPTIONAL_VALUE_FLAGS and "=" not in following and not following.startswith("-")
+            ):
+                flags.append(following)
+                value, i = following, i + 1
+        if name in ("--config-dir", "-cd") and value:
+            config_dirs.append(value)
     return flags, overrides, config_dirs
 
 
