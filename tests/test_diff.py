@@ -94,3 +94,26 @@ def test_bad_input_exits_2_and_the_console_script_exists(tmp_path):
     assert diff_main([str(tmp_path / "missing.yaml"), GPU]) == 2
     run = subprocess.run([sys.executable, "-m", "verl_qwen35.diff", "--help"], capture_output=True, text=True)
     assert run.returncode == 0 and "--ignore" in run.stdout
+
+
+def test_plain_verl_config_mismatch_is_called_out_too(tmp_path, capsys):
+    """A verl config without our `megatron` node (e.g. from verl's own scripts) is still checked."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    from verl_qwen35.paths import verl_config_dir
+
+    with initialize_config_dir(str(verl_config_dir()), version_base=None):
+        seed_like = hydra_compose(
+            "ppo_trainer",
+            overrides=[
+                "model_engine=megatron",
+                "actor_rollout_ref.actor.megatron.use_remove_padding=False",
+                "actor_rollout_ref.ref.megatron.use_remove_padding=True",
+            ],
+        )
+    path = tmp_path / "seed.yaml"
+    path.write_text(OmegaConf.to_yaml(seed_like))
+    assert diff_main([str(path), str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "!! actor/ref Megatron mismatch in A: actor_rollout_ref.actor.megatron.use_remove_padding=false" in out

@@ -12,6 +12,14 @@ from omegaconf import DictConfig, ListConfig
 from verl_qwen35.checks.problem import Level, Problem
 
 PREPARE = "python -m verl_qwen35.data --out {dir}"
+# A missing file only matters where the job runs: say so when it is merely a warning.
+ON_THIS_MACHINE = " [machine check: an error at launch and with dry_run=full]"
+
+
+def _where(level: Level) -> str:
+    return ON_THIS_MACHINE if level == "warning" else ""
+
+
 # HF config.json (text_config) field -> our model fact.
 ARCH_FIELDS = {
     "num_hidden_layers": "num_layers",
@@ -43,7 +51,9 @@ def data_problems(cfg: DictConfig, missing: Level) -> list[Problem]:
             file = Path(path)
             if not file.is_file():
                 prepare = PREPARE.format(dir=file.parent)
-                found.append(Problem(missing, (key,), f"{path} does not exist; prepare it with: {prepare}"))
+                found.append(
+                    Problem(missing, (key,), f"{path} does not exist; prepare it with: {prepare}{_where(missing)}")
+                )
                 continue
             found += _parquet_problems(key, file, columns)
     return found
@@ -78,7 +88,13 @@ def model_path_problems(cfg: DictConfig, missing: Level) -> list[Problem]:
     if not directory.is_dir():
         if _looks_like_hub_id(path):
             return []
-        return [Problem(missing, (key,), f"{path} is neither a local directory nor a hub id like {cfg.model.hf_id}")]
+        return [
+            Problem(
+                missing,
+                (key,),
+                f"{path} is neither a local directory nor a hub id like {cfg.model.hf_id}{_where(missing)}",
+            )
+        ]
     config_file = directory / "config.json"
     if not config_file.is_file():
         return [Problem("error", (key,), f"{directory} has no config.json; is it a Hugging Face model directory?")]

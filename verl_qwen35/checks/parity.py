@@ -24,7 +24,8 @@ def patch_sources(cfg: DictConfig) -> dict[str, str]:
     return sources
 
 
-def _plain(value: object) -> object:
+def plain(value: object) -> object:
+    """A resolved plain value (containers become dicts/lists) for comparison."""
     return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
@@ -32,9 +33,9 @@ def parity_errors(cfg: DictConfig) -> list[Problem]:
     """One error per patched key on which actor, ref and the patch disagree, naming all three keys."""
     errors = []
     for key, source in patch_sources(cfg).items():
-        want = _plain(OmegaConf.select(cfg, source))
-        actor = _plain(OmegaConf.select(cfg, f"{ACTOR}.{key}", default=None))
-        ref = _plain(OmegaConf.select(cfg, f"{REF}.{key}", default=None))
+        want = plain(OmegaConf.select(cfg, source))
+        actor = plain(OmegaConf.select(cfg, f"{ACTOR}.{key}", default=None))
+        ref = plain(OmegaConf.select(cfg, f"{REF}.{key}", default=None))
         keys = (f"{ACTOR}.{key}", f"{REF}.{key}", source)
         if actor != ref:
             errors.append(
