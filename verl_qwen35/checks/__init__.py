@@ -6,13 +6,13 @@ from verl_qwen35.checks.batches import batch_problems, uses_reference
 from verl_qwen35.checks.files import data_problems, model_path_problems
 from verl_qwen35.checks.layout import Layout, layout_problems, sequence_parallel_problems
 from verl_qwen35.checks.megatron_keys import (
-    mbridge_problems,
     override_key_problems,
+    patch_value_problems,
     transformer_config_fields,
 )
-from verl_qwen35.checks.parity import parity_errors
+from verl_qwen35.checks.parity import layout_source_errors, parity_errors
 from verl_qwen35.checks.problem import Level, Problem, error
-from verl_qwen35.checks.rollout import rollout_problems
+from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problems
 from verl_qwen35.checks.sequences import length_problems, megatron_core_version, packing_problems
 from verl_qwen35.environment import secret_errors
 
@@ -26,7 +26,7 @@ def device_of(cfg: DictConfig) -> str:
 def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem]:
     """All problems of a resolved config; `machine_missing` is the level of a missing local file."""
     device = device_of(cfg)
-    found = parity_errors(cfg)
+    found = parity_errors(cfg) + layout_source_errors(cfg)
     found += [error(f"env.set.{name}", message) for name, message in secret_errors(cfg)]
     layout = Layout.of(cfg)
     otc = cfg.megatron.override_transformer_config
@@ -36,11 +36,12 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
         return found
     found += sequence_parallel_problems(cfg, layout)
     found += rollout_problems(layout, cfg.model, cfg.actor_rollout_ref.rollout.name)
+    found += rollout_setting_problems(cfg)
     if layout.world % (layout.tp * layout.pp * layout.cp) == 0:  # else DP is undefined
         found += batch_problems(cfg, layout, uses_reference(cfg))
     found += packing_problems(cfg, megatron_core_version())
     found += length_problems(cfg)
-    found += mbridge_problems(cfg)
+    found += patch_value_problems(cfg)
     found += override_key_problems(cfg, device, transformer_config_fields())
     found += data_problems(cfg, machine_missing)
     found += model_path_problems(cfg, machine_missing)

@@ -93,7 +93,15 @@ def override_key_problems(cfg: DictConfig, device: str, fields: frozenset[str] |
     return found
 
 
-def mbridge_problems(cfg: DictConfig) -> list[Problem]:
+DTYPES = ("bfloat16", "float16")
+
+
+def patch_value_problems(cfg: DictConfig) -> list[Problem]:
+    found = []
     if not cfg.megatron.use_mbridge:
-        return [error("megatron.use_mbridge", "must be true: verl's Megatron engine builds Qwen3.5 through mbridge")]
-    return []
+        found.append(
+            error("megatron.use_mbridge", "must be true: verl's Megatron engine builds Qwen3.5 through mbridge")
+        )
+    if cfg.megatron.dtype not in DTYPES:
+        found.append(error("megatron.dtype", f"={cfg.megatron.dtype!r}: verl's Megatron engine takes one of {DTYPES}"))
+    return found

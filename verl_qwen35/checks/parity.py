@@ -58,3 +58,24 @@ def parity_errors(cfg: DictConfig) -> list[Problem]:
                 )
             )
     return errors
+
+
+# verl keys outside actor/ref megatron that a `parallel.*` key feeds.
+LAYOUT_FEEDS = {
+    "trainer.nnodes": "parallel.nnodes",
+    "trainer.n_gpus_per_node": "parallel.devices_per_node",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size": "parallel.gen_tp",
+}
+
+
+def layout_source_errors(cfg: DictConfig) -> list[Problem]:
+    """A layout number set directly on a verl key would make `parallel.*` (and the plan) lie."""
+    return [
+        error(
+            (key, source),
+            f"{key}={OmegaConf.select(cfg, key)} but {source}={OmegaConf.select(cfg, source)}: "
+            f"set {source} instead, so every key that follows it agrees",
+        )
+        for key, source in LAYOUT_FEEDS.items()
+        if OmegaConf.select(cfg, key) != OmegaConf.select(cfg, source)
+    ]

@@ -47,3 +47,20 @@ def rollout_problems(lo: Layout, arch: DictConfig, engine: str) -> list[Problem]
             )
         )
     return found
+
+
+def rollout_setting_problems(cfg: DictConfig) -> list[Problem]:
+    """Rollout settings that fail only after the engines start (or train on nothing)."""
+    rollout, found = cfg.actor_rollout_ref.rollout, []
+    key = "actor_rollout_ref.rollout.gpu_memory_utilization"
+    if not 0 < rollout.gpu_memory_utilization <= 1:
+        found.append(error(key, f"={rollout.gpu_memory_utilization} must be in (0, 1]; the presets use 0.6-0.66"))
+    if cfg.algorithm.adv_estimator == "grpo" and rollout.n < 2:
+        found.append(
+            error(
+                "actor_rollout_ref.rollout.n",
+                f"={rollout.n}: GRPO normalises rewards within each prompt's group, so one sample a prompt gives "
+                "zero advantage; use n >= 2 (the presets use 5 and 6)",
+            )
+        )
+    return found
