@@ -91,7 +91,14 @@ def test_dry_run_of_a_shipped_preset_exits_0_with_marked_warnings(tmp_path):
     run = run_entry(tmp_path, "device=npu", "model=122b", "dry_run=true", f"data.train_files={tmp_path}/x.parquet")
     assert run.returncode == 0, run.stderr
     assert "WARNING [data.train_files]" in run.stderr
-    for line in ("64 devices", "DP 8, expert-DP 1, layers per pipeline stage 12", "4 replica(s)", "768 sequences", "14 variables to the driver"):
+    plan = (
+        "64 devices",
+        "DP 8, expert-DP 1, layers per pipeline stage 12",
+        "4 replica(s)",
+        "768 sequences",
+        "14 variables to the driver",
+    )
+    for line in plan:
         assert line in run.stdout
 
 

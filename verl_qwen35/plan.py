@@ -8,6 +8,7 @@ from verl_qwen35.checks.layout import Layout, layers_per_stage
 def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> list[str]:
     lo, m = Layout.of(cfg), cfg.model
     prompts, mini = cfg.data.train_batch_size, cfg.actor_rollout_ref.actor.ppo_mini_batch_size
+    unset = cfg.env.unset
     rollout = cfg.actor_rollout_ref.rollout
     replica = lo.gen_tp * lo.gen_dp * lo.gen_pp
     layout = f"tp={lo.tp} pp={lo.pp} cp={lo.cp} ep={lo.ep} etp={lo.etp} vpp={lo.vpp}"
@@ -20,7 +21,7 @@ def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None)
         f"rollout    {rollout.name} tp={lo.gen_tp}: {lo.world // replica if replica else '?'} replica(s)",
         f"step       {prompts} prompts x n={rollout.n} = {prompts * rollout.n} sequences, mini-batch {mini}",
         f"data       {cfg.data.train_files} | {cfg.data.val_files}",
-        f"env        {len(cfg.env.set)} variables to the driver and every Ray worker; cleared: {', '.join(cfg.env.unset)}",
+        f"env        {len(cfg.env.set)} variables to the driver and every Ray worker; cleared: {', '.join(unset)}",
         f"checkpoint {cfg.trainer.default_local_dir}",
         f"outputs    {output_dir or '(not a Hydra run)'}",
         f"verl       schema {choices.get('verl_schema', '?')}",
