@@ -117,3 +117,8 @@ def test_full_dry_run_runs_verls_validate_config(tmp_path):
     )
     assert run.returncode == 0, run.stderr
     assert "validate_config and actor/ref/rollout dataclasses: OK" in run.stdout
+
+
+def test_an_unknown_dry_run_mode_is_refused(tmp_path):
+    run = run_entry(tmp_path, "device=gpu", "dry_run=maybe")
+    assert run.returncode == 2 and "ERROR   [dry_run]" in run.stderr

@@ -29,7 +29,8 @@ def _choices() -> tuple[dict[str, str], str | None]:
 
 def mode_of(cfg: DictConfig) -> str:
     if cfg.dry_run not in MODES:
-        raise LaunchRefused(f"dry_run={cfg.dry_run!r}: use dry_run=false (launch), true or full")
+        print(f"ERROR   [dry_run] ={cfg.dry_run!r}: use dry_run=false (launch), true or full", file=sys.stderr)
+        raise LaunchRefused(2)
     return MODES[cfg.dry_run]
 
 
@@ -77,17 +78,7 @@ def run(cfg: DictConfig) -> None:
     found = problems(cfg, choices, mode)
     errors = [p for p in found if p.level == "error"]
     if output_dir:
-        write_verdict(
-            output_dir,
-            {
-                "job": HydraConfig.get().job.get("num", 0) if in_multirun() else 0,
-                "overrides": list(HydraConfig.get().overrides.task),
-                "mode": mode,
-                "valid": not errors,
-                "errors": [{"keys": list(p.keys), "message": p.message} for p in errors],
-                "warnings": [{"keys": list(p.keys), "message": p.message} for p in found if p.level == "warning"],
-            },
-        )
+        write_verdict(output_dir, mode, found)
     for problem in found:
         print(problem, file=sys.stderr)
     if mode != "launch":

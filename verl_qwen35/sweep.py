@@ -17,6 +17,8 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from verl_qwen35.checks.problem import Problem
+
 VERDICT = "verdict.json"
 
 
@@ -31,7 +33,21 @@ def job_tag() -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{sweep}_job{hydra_cfg.job.num}")
 
 
-def write_verdict(output_dir: str, record: dict[str, Any]) -> None:
+def write_verdict(output_dir: str, mode: str, found: list[Problem]) -> None:
+    """This job's verdict, in its own output directory, for SweepSummary (and for people)."""
+    hydra_cfg = HydraConfig.get()
+
+    def listed(level: str) -> list[dict[str, Any]]:
+        return [{"keys": list(p.keys), "message": p.message} for p in found if p.level == level]
+
+    record = {
+        "job": hydra_cfg.job.get("num", 0) if in_multirun() else 0,
+        "overrides": list(hydra_cfg.overrides.task),
+        "mode": mode,
+        "valid": not listed("error"),
+        "errors": listed("error"),
+        "warnings": listed("warning"),
+    }
     (Path(output_dir) / VERDICT).write_text(json.dumps(record, indent=2))
 
 

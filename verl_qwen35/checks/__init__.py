@@ -4,7 +4,7 @@ from omegaconf import DictConfig
 
 from verl_qwen35.checks.batches import batch_problems, uses_reference
 from verl_qwen35.checks.files import data_problems, model_path_problems
-from verl_qwen35.checks.layout import Layout, layout_problems, sequence_parallel_problems
+from verl_qwen35.checks.layout import Layout, layout_problems, positive_problems, sequence_parallel_problems
 from verl_qwen35.checks.megatron_keys import (
     override_key_problems,
     patch_value_problems,
@@ -31,9 +31,9 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     layout = Layout.of(cfg)
     otc = cfg.megatron.override_transformer_config
     first_last = (otc.get("num_layers_in_first_pipeline_stage"), otc.get("num_layers_in_last_pipeline_stage"))
+    if not_positive := positive_problems(layout):
+        return found + not_positive  # nothing else can be computed from such a layout
     found += layout_problems(layout, cfg.model, device, first_last)
-    if any("must be a positive integer" in p.message for p in found):
-        return found
     found += sequence_parallel_problems(cfg, layout)
     found += rollout_problems(layout, cfg.model, cfg.actor_rollout_ref.rollout.name)
     found += rollout_setting_problems(cfg)

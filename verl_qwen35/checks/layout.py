@@ -73,7 +73,7 @@ class Layout:
         )
 
 
-def _positive(layout: Layout) -> list[Problem]:
+def positive_problems(layout: Layout) -> list[Problem]:
     names = (
         "nnodes",
         "devices_per_node",
@@ -115,7 +115,7 @@ def layout_problems(
     layout: Layout, arch: DictConfig, device: str, first_last: tuple[int | None, int | None] = (None, None)
 ) -> list[Problem]:
     """Megatron-core's divisibility rules for this layout on this model."""
-    found = _positive(layout)
+    found = positive_problems(layout)
     if found:
         return found
     lo, world = layout, layout.world
