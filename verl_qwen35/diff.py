@@ -16,18 +16,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_qwen35.checks.parity import ACTOR, PARALLEL_KEYS, REF, parity_errors, plain
+from verl_qwen35.checks.parity import ACTOR, REF, parity_errors
 from verl_qwen35.flat import flatten
-
-# What the patch covers besides parallel sizes, for configs that are not ours (optimizer_offload is actor-only there).
-PLAIN_VERL_PATCH_KEYS = (
-    "use_mbridge",
-    "vanilla_mbridge",
-    "use_remove_padding",
-    "dtype",
-    "param_offload",
-    "override_transformer_config",
-)
 
 
 @dataclass
@@ -77,19 +67,10 @@ def compare(a: DictConfig, b: DictConfig, ignore: Sequence[str] = ()) -> Diff:
 
 
 def mismatches(cfg: DictConfig) -> list[str]:
-    """Actor/ref Megatron patch disagreements; a plain verl config (no `megatron` node) is compared
-    on the keys our patch covers."""
-    if "megatron" in cfg:
-        return [p.message for p in parity_errors(cfg)]
-    actor = OmegaConf.select(cfg, ACTOR, default=None)
-    ref = OmegaConf.select(cfg, REF, default=None)
-    if actor is None or ref is None:
+    """Actor/ref Megatron patch disagreements (on a plain verl config too, when it has both sides)."""
+    if OmegaConf.select(cfg, ACTOR) is None or OmegaConf.select(cfg, REF) is None:
         return []
-    return [
-        f"{ACTOR}.{key}={_show(a)} but {REF}.{key}={_show(r)}"
-        for key in (*PLAIN_VERL_PATCH_KEYS, *PARALLEL_KEYS)
-        if (a := plain(actor.get(key))) != (r := plain(ref.get(key)))
-    ]
+    return [p.message for p in parity_errors(cfg)]
 
 
 def _show(value: Any) -> str:

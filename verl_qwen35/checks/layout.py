@@ -4,25 +4,27 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig
 
+from verl_qwen35.checks.parity import ACTOR, LAYOUT_FEEDS, PARALLEL_KEYS
 from verl_qwen35.checks.problem import Problem, divisors, error, warning
 
-MEGATRON = "actor_rollout_ref.actor.megatron"
 ROLLOUT = "actor_rollout_ref.rollout"
-# Message name of each layout number: the short `parallel.*` key and the verl key it feeds.
-KEYS = {
-    "tp": f"parallel.tp ({MEGATRON}.tensor_model_parallel_size)",
-    "pp": f"parallel.pp ({MEGATRON}.pipeline_model_parallel_size)",
-    "cp": f"parallel.cp ({MEGATRON}.context_parallel_size)",
-    "ep": f"parallel.ep ({MEGATRON}.expert_model_parallel_size)",
-    "etp": f"parallel.etp ({MEGATRON}.expert_tensor_parallel_size)",
-    "vpp": f"parallel.vpp ({MEGATRON}.virtual_pipeline_model_parallel_size)",
-    "nnodes": "parallel.nnodes (trainer.nnodes)",
-    "devices_per_node": "parallel.devices_per_node (trainer.n_gpus_per_node)",
-    "gen_tp": f"parallel.gen_tp ({ROLLOUT}.tensor_model_parallel_size)",
-    "gen_dp": f"{ROLLOUT}.data_parallel_size",
-    "gen_pp": f"{ROLLOUT}.pipeline_model_parallel_size",
-    "gen_ep": f"{ROLLOUT}.expert_parallel_size",
-}
+
+
+def _message_names() -> dict[str, str]:
+    """`parallel.tp (actor_rollout_ref.actor.megatron.tensor_model_parallel_size)`: the shorthand a
+    user sets and the verl key it feeds, from the same maps the parity checks use."""
+    feeds = {source: f"{ACTOR}.{key}" for key, source in PARALLEL_KEYS.items()}
+    feeds |= {source: key for key, source in LAYOUT_FEEDS.items()}
+    names = {source.removeprefix("parallel."): f"{source} ({key})" for source, key in feeds.items()}
+    rollout_only = {
+        "gen_dp": "data_parallel_size",
+        "gen_pp": "pipeline_model_parallel_size",
+        "gen_ep": "expert_parallel_size",
+    }
+    return names | {name: f"{ROLLOUT}.{key}" for name, key in rollout_only.items()}
+
+
+KEYS = _message_names()
 
 
 @dataclass(frozen=True)
@@ -197,7 +199,7 @@ def _pipeline_problems(lo: Layout, arch: DictConfig, first_last: tuple[int | Non
                 error(
                     (
                         KEYS["pp"],
-                        f"{MEGATRON}.override_transformer_config.num_layers_in_first_pipeline_stage",
+                        f"{ACTOR}.override_transformer_config.num_layers_in_first_pipeline_stage",
                     ),
                     f"{layers} layers minus first/last stage {given} leave {middle} for {stages} stages: not even",
                 )
@@ -234,7 +236,7 @@ def sequence_parallel_problems(cfg: DictConfig, lo: Layout) -> list[Problem]:
     if cfg.actor_rollout_ref.actor.megatron.get("sequence_parallel") and lo.tp == 1:
         return [
             warning(
-                (f"{MEGATRON}.sequence_parallel", KEYS["tp"]),
+                (f"{ACTOR}.sequence_parallel", KEYS["tp"]),
                 "sequence_parallel=true has no effect at tp=1 (verl turns it off)",
             )
         ]

@@ -1,5 +1,7 @@
 """Actor and ref must run the same Megatron patch; verl links them only until one side is overridden."""
 
+import json
+
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Problem, error
@@ -17,9 +19,23 @@ PARALLEL_KEYS = {
 }
 
 
-def patch_sources(cfg: DictConfig) -> dict[str, str]:
-    """Each patched key of actor/ref megatron, mapped to the key it must come from."""
-    sources = {key: f"megatron.{key}" for key in cfg.megatron}
+# What the patch covers besides parallel sizes, for a plain verl config without our `megatron` node.
+PLAIN_VERL_PATCH_KEYS = (
+    "use_mbridge",
+    "vanilla_mbridge",
+    "use_remove_padding",
+    "dtype",
+    "param_offload",
+    "override_transformer_config",
+)
+
+
+def patch_sources(cfg: DictConfig) -> dict[str, str | None]:
+    """Each patched key of actor/ref megatron, mapped to the key it must come from (None: a plain
+    verl config, where only actor and ref can be compared)."""
+    if "megatron" not in cfg:
+        return {key: None for key in (*PLAIN_VERL_PATCH_KEYS, *PARALLEL_KEYS)}
+    sources: dict[str, str | None] = {key: f"megatron.{key}" for key in cfg.megatron}
     sources.update(PARALLEL_KEYS)
     return sources
 
@@ -33,9 +49,21 @@ def parity_errors(cfg: DictConfig) -> list[Problem]:
     """One error per patched key on which actor, ref and the patch disagree, naming all three keys."""
     errors = []
     for key, source in patch_sources(cfg).items():
-        want = plain(OmegaConf.select(cfg, source))
         actor = plain(OmegaConf.select(cfg, f"{ACTOR}.{key}", default=None))
         ref = plain(OmegaConf.select(cfg, f"{REF}.{key}", default=None))
+        if source is None:
+            if actor != ref:
+                errors.append(
+                    error(
+                        (f"{ACTOR}.{key}", f"{REF}.{key}"),
+                        (
+                            f"{ACTOR}.{key}={json.dumps(actor)} but {REF}.{key}={json.dumps(ref)}: "
+                            "actor and ref must share the Megatron patch"
+                        ),
+                    )
+                )
+            continue
+        want = plain(OmegaConf.select(cfg, source))
         keys = (f"{ACTOR}.{key}", f"{REF}.{key}", source)
         if actor != ref:
             errors.append(
@@ -61,7 +89,7 @@ def parity_errors(cfg: DictConfig) -> list[Problem]:
 
 
 # verl keys outside actor/ref megatron that a `parallel.*` key feeds.
-LAYOUT_FEEDS = {
+LAYOUT_FEEDS: dict[str, str] = {
     "trainer.nnodes": "parallel.nnodes",
     "trainer.n_gpus_per_node": "parallel.devices_per_node",
     "actor_rollout_ref.rollout.tensor_model_parallel_size": "parallel.gen_tp",
