@@ -21,6 +21,7 @@ under 90%, so the script can gate a release.
 import argparse
 import ast
 import fnmatch
+import hashlib
 import json
 import os
 import re
@@ -374,7 +375,7 @@ class Slot:
     original: str = ""
 
 
-def run_all(mutants: list[Mutant], jobs: int, owners: "Owners", timeout: float, logs: Path) -> dict[str, str]:
+def run_all(mutants: list[Mutant], jobs: int, owners: "Owners", timeout: float, logs: Path, record) -> dict[str, str]:
     """Mutant id -> 'killed' | 'survived' | 'timeout'."""
     slots = [Slot(make_copy(i)) for i in range(jobs)]
     pending = list(mutants)
@@ -412,10 +413,13 @@ def run_all(mutants: list[Mutant], jobs: int, owners: "Owners", timeout: float, 
                     verdict = "survived" if os.waitstatus_to_exitcode(status) == 0 else "killed"
                 (slot.copy / PACKAGE / mutant.module).write_text(slot.original)
                 result[mutant.ident] = verdict
+                record(mutant, verdict)
                 slot.pid = 0
                 done += 1
                 mark = {"killed": ".", "timeout": "T", "survived": "S"}[verdict]
-                print(mark, end="" if done % 80 else "\n", flush=True)
+                print(mark, end="" if done % 80 else f" {done}/{len(mutants)}\n", flush=True)
+                if verdict == "survived":
+                    print(f"\n  survived: {mutant.describe()}", flush=True)
     finally:
         for slot in slots:
             if slot.pid:
@@ -539,6 +543,10 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--ray", action="store_true", help="also run the runtime_env-stripped mutant (Ray)")
+    parser.add_argument(
+        "--results", default=str(ROOT / ".mutation.json"), help="verdicts kept between runs (per module source)"
+    )
+    parser.add_argument("--rerun-survivors", action="store_true", help="run the recorded survivors again")
     args = parser.parse_args()
 
     package = ROOT / PACKAGE
@@ -557,16 +565,31 @@ def main() -> int:
     if untested:  # pytest given no files would run the whole suite, Ray and all
         print(f"no fast tests map to {', '.join(untested)}: their mutants are not run (counted as survivors)")
     runnable = [m for m in mutants if m.module not in untested]
-    modules = sorted({m.module for m in runnable})
-    for name in HEAVY:
-        __import__(name)
-    logs = Path(tempfile.mkdtemp(prefix="mutlogs_", dir="/tmp"))
-    print(f"{len(mutants)} mutants in {len(modules)} modules; {args.jobs} jobs; child logs in {logs}")
+    results_file = Path(args.results)
+    saved = json.loads(results_file.read_text()) if results_file.is_file() else {}
+    digests = {m: hashlib.sha256((package / m).read_bytes()).hexdigest()[:16] for m in modules}
+
+    def key(mutant: Mutant) -> str:  # a verdict holds while the module's source is unchanged
+        return f"{digests[mutant.module]} {mutant.ident}"
+
+    def record(mutant: Mutant, verdict: str) -> None:
+        saved[key(mutant)] = verdict
+        results_file.write_text(json.dumps(saved, indent=0, sort_keys=True))
+
+    rerun = {"survived"} if args.rerun_survivors else set()
+    todo = [m for m in runnable if key(m) not in saved or saved[key(m)] in rerun]
+    result = {m.ident: saved[key(m)] for m in runnable if key(m) in saved}
     started = time.monotonic()
-    owners = baseline(modules, logs)
-    result = run_all(runnable, args.jobs, owners, max(120.0, 2 * owners.seconds), logs)
+    print(f"{len(mutants)} mutants in {len(modules)} modules; {len(todo)} to run, {args.jobs} jobs", flush=True)
+    if todo:
+        for name in HEAVY:
+            __import__(name)
+        logs = Path(tempfile.mkdtemp(prefix="mutlogs_", dir="/tmp"))
+        print(f"child logs in {logs}", flush=True)
+        owners = baseline(sorted({m.module for m in todo}), logs)
+        result |= run_all(todo, args.jobs, owners, max(120.0, 2 * owners.seconds), logs, record)
     ok = report(mutants, result, equivalents())
-    print(f"\n{len(mutants)} mutants in {time.monotonic() - started:.0f}s")
+    print(f"\n{len(todo)} mutants run in {time.monotonic() - started:.0f}s")
     if args.ray and strip_runtime_env_mutant():
         ok = False
     return 0 if ok else 1
