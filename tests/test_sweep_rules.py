@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from hydra.core.hydra_config import HydraConfig
+from omegaconf import OmegaConf
 
 from verl_qwen35 import __main__ as entrypoint
 from verl_qwen35 import sweep
@@ -127,8 +128,6 @@ def test_write_summary_counts_each_status_and_the_callback_exits_2_unless_all_ok
     assert [r["status"] for r in rows] == ["ok", "refused", "failed"]
     assert list(csv.DictReader((tmp_path / "summary.csv").open()))[2]["status"] == "failed"
     config = {"hydra": {"sweep": {"dir": str(tmp_path)}}}
-    from omegaconf import OmegaConf
-
     sweep._ACTIVE = ActiveSweep(tmp_path, "this")
     with pytest.raises(SystemExit) as stop:
         SweepSummary().on_multirun_end(OmegaConf.create(config))
