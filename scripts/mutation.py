@@ -455,7 +455,10 @@ class Owners:
         mapped = [t for t in self.order if t.split("::")[0] in files]
         lines = range(mutant.start[0], mutant.end[0] + 1)
         running = {t for line in lines for t in self.lines.get(f"{mutant.module}:{line}", [])}
-        if not running:  # module-level code runs at import, in no test: every mapped test may see it
+        if not running:  # module-level code runs at import, in no test: the tests that use the module
+            prefix = f"{mutant.module}:"
+            running = {t for key, tests in self.lines.items() if key.startswith(prefix) for t in tests}
+        if not running:
             return [*files, *(f"--deselect={d}" for d in DESELECT)]
         chosen = running | {t for t in self.spawns if t in mapped}
         return [t for t in self.order if t in chosen]
@@ -463,8 +466,14 @@ class Owners:
 
 def baseline(modules: list[str], logs: Path) -> Owners:
     """The modules' tests pass unmutated (else every mutant would count as killed); who runs what."""
-    copy = make_copy(99)
     files = list(dict.fromkeys(f for module in modules for f in tests_for(module)))
+    sources = sorted((ROOT / PACKAGE).rglob("*.py")) + sorted((ROOT / "tests").rglob("*.py"))
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + " ".join(files).encode()).hexdigest()
+    cache = ROOT / ".mutation-owners.json"
+    if cache.is_file() and (cached := json.loads(cache.read_text())).get("digest") == digest:
+        print(f"baseline: reused ({len(cached['order'])} tests, unchanged sources)", flush=True)
+        return Owners(cached["lines"], cached["spawns"], cached["order"], cached["seconds"])
+    copy = make_copy(99)
     out = logs / "owners.json"
     started = time.monotonic()
     try:
@@ -485,6 +494,7 @@ def baseline(modules: list[str], logs: Path) -> Owners:
         shutil.rmtree(copy, ignore_errors=True)
     record = json.loads(out.read_text())
     seconds = time.monotonic() - started
+    cache.write_text(json.dumps({**record, "digest": digest, "seconds": seconds}))
     print(f"baseline: {len(record['order'])} tests in {len(files)} files, {seconds:.0f}s", flush=True)
     return Owners(record["lines"], record["spawns"], record["order"], seconds)
 
