@@ -1,5 +1,7 @@
 """Shared fixtures: the four shipped combinations and the reference layout table."""
 
+import os
+
 import pytest
 from hypothesis import settings
 
@@ -24,3 +26,20 @@ def combo(request) -> tuple[str, str]:
 # fails the same case each time instead of now and then. Nothing is read from or written to a database.
 settings.register_profile("deterministic", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.load_profile("deterministic")
+
+
+@pytest.fixture(autouse=True)
+def environment_left_as_found():
+    """Every test leaves os.environ as it found it: change variables with monkeypatch.setenv/delenv
+    (restored after the test), never directly. A test that leaks fails here, and the environment
+    is put back so later tests still start clean."""
+    before = dict(os.environ)
+    yield
+    after = dict(os.environ)
+    after.pop("PYTEST_CURRENT_TEST", None)  # pytest's own, set while a test runs
+    before.pop("PYTEST_CURRENT_TEST", None)
+    if after != before:
+        changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+        os.environ.clear()
+        os.environ.update(before)
+        pytest.fail(f"this test changed environment variables and left them changed: {', '.join(changed)}")

@@ -1,7 +1,7 @@
 """apply_env and job_environment, one behaviour a case, in-process (the Ray delivery is test_env_delivery).
 
-Every variable a case may change is first registered with monkeypatch, so it is restored after
-the case whatever apply_env did to the driver's environment.
+Every variable a case may change is first cleared through monkeypatch (tests/environ.py), so it is
+restored after the case whatever apply_env did to the driver's environment.
 """
 
 import os
@@ -9,6 +9,7 @@ import os
 import pytest
 from omegaconf import open_dict
 
+from tests.environ import cleared
 from verl_qwen35.compose import compose
 from verl_qwen35.environment import apply_env, effective_env, job_environment
 
@@ -17,8 +18,7 @@ from verl_qwen35.environment import apply_env, effective_env, job_environment
 def npu(monkeypatch):
     """The NPU job config, from a shell that sets none of its variables."""
     cfg = compose(["model=35b", "device=npu"])
-    for name in [*cfg.env.set, *cfg.env.unset, "SET_BY_THE_JOB"]:
-        monkeypatch.delenv(name, raising=False)
+    cleared(monkeypatch, [*cfg.env.set, *cfg.env.unset, "SET_BY_THE_JOB"])
     return cfg
 
 

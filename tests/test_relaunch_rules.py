@@ -13,6 +13,7 @@ import pytest
 from omegaconf import OmegaConf
 from verl_qwen35.launch_record import write_launch_file
 
+from tests.environ import cleared
 from verl_qwen35 import relaunch as relaunch_module
 from verl_qwen35.compose import compose
 
@@ -93,7 +94,7 @@ def test_a_missing_launch_file_is_refused_naming_it(tmp_path, launches, capsys):
 
 
 def test_a_shell_value_that_differs_is_named_and_not_used(tmp_path, monkeypatch, launches, capsys):
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    cleared(monkeypatch, ["OMP_NUM_THREADS"])
     run_dir = recorded(tmp_path, monkeypatch)
     monkeypatch.setenv("OMP_NUM_THREADS", "16")
     monkeypatch.setenv("HCCL_BUFFSIZE", "300")  # the same as recorded: not mentioned
