@@ -15,7 +15,9 @@ all-to-all buffers, CUDA-graph pools, the vision tower (no facts for it in the r
 small next to the MoE layers), Python/Ray/data-loader host memory.
 """
 
+import json
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -537,3 +539,53 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
 def estimate(cfg: DictConfig) -> MemoryEstimate:
     """The estimate of one resolved config: its model facts, its layout, its verl keys."""
     return estimate_layout(ModelFacts.of(cfg.model), Layout.of(cfg), Settings.of(cfg))
+
+
+def _text(e: MemoryEstimate, cfg: DictConfig) -> str:
+    from verl_qwen35.checks.memory import memory_lines
+
+    lines = memory_lines(cfg)
+    lines.append("training   " + ", ".join(f"{k} {v}" for k, v in e.train_breakdown.items()) + " GiB")
+    lines.append("rollout    " + ", ".join(f"{k} {v}" for k, v in e.rollout_breakdown.items()))
+    lines.append("host/node  " + ", ".join(f"{k} {v}" for k, v in e.host_breakdown.items()) + " GiB")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m verl_qwen35.estimate device=npu model=122b [--format json]`: exit 0 when it fits, 2 when not."""
+    import argparse
+
+    from omegaconf import OmegaConf
+
+    from verl_qwen35.checks.memory import estimable, memory_problems
+    from verl_qwen35.compose import compose
+
+    parser = argparse.ArgumentParser(prog="python -m verl_qwen35.estimate", description=main.__doc__)
+    parser.add_argument("overrides", nargs="*", help="the same overrides as python -m verl_qwen35")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    args = parser.parse_args(argv)
+    try:
+        cfg = compose(args.overrides)
+        OmegaConf.resolve(cfg)
+    except Exception as err:  # composition and interpolation errors end the same way as in the entrypoint
+        print(f"verl_qwen35.estimate: {type(err).__name__}: {err}", file=sys.stderr)
+        return 2
+    if not estimable(cfg):
+        from verl_qwen35.checks.layout import layout_problems
+
+        for problem in layout_problems(Layout.of(cfg), cfg.model, str(cfg.trainer.get("device", "gpu"))):
+            print(problem, file=sys.stderr)
+        print("verl_qwen35.estimate: no estimate for a layout that does not split evenly", file=sys.stderr)
+        return 2
+    e = estimate(cfg)
+    if args.format == "json":
+        print(json.dumps(e.as_dict(), indent=2))
+    else:
+        print(_text(e, cfg))
+    for problem in memory_problems(cfg):
+        print(problem, file=sys.stderr)
+    return 0 if e.fits else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
