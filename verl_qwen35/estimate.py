@@ -284,7 +284,8 @@ class MemoryEstimate:
         return max(self.train_gib, self.rollout_gib)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"peak_gib": round(self.peak_gib, 2)}
+        """Rounded to 0.01 GiB for people and JSON; the attributes keep full precision."""
+        return _rounded(asdict(self) | {"peak_gib": self.peak_gib})
 
 
 def _kv_heads_per_rank(kv_heads: int, tp: int) -> int:
@@ -388,7 +389,15 @@ def _rollout_params(m: ModelFacts, lo: Layout) -> int:
 
 
 def _gib(b: float) -> float:
-    return round(b / GIB, 2)
+    return b / GIB
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 2)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
 
 
 def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, settings: Settings) -> MemoryEstimate:
@@ -499,8 +508,8 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
         "vllm_weights": _gib(vllm_weights),
         "vllm_workspace": _gib(workspace),
         "kv_and_state_cache": _gib(max(0.0, cache)),
-        "kv_per_token_kib": round(kv_token / 1024, 2),
-        "gdn_state_per_sequence_mib": round(m.gdn_layers * (conv + recurrent) / 2**20, 2),
+        "kv_per_token_kib": kv_token / 1024,
+        "gdn_state_per_sequence_mib": m.gdn_layers * (conv + recurrent) / 2**20,
         "actor_residue": _gib(worst_residue),
         "reserved": _gib(reserved),
     }
@@ -545,9 +554,9 @@ def _text(e: MemoryEstimate, cfg: DictConfig) -> str:
     from verl_qwen35.checks.memory import memory_lines
 
     lines = memory_lines(cfg)
-    lines.append("training   " + ", ".join(f"{k} {v}" for k, v in e.train_breakdown.items()) + " GiB")
-    lines.append("rollout    " + ", ".join(f"{k} {v}" for k, v in e.rollout_breakdown.items()))
-    lines.append("host/node  " + ", ".join(f"{k} {v}" for k, v in e.host_breakdown.items()) + " GiB")
+    lines.append("training   " + ", ".join(f"{k} {v:.2f}" for k, v in e.train_breakdown.items()) + " GiB")
+    lines.append("rollout    " + ", ".join(f"{k} {v:.2f}" for k, v in e.rollout_breakdown.items()))
+    lines.append("host/node  " + ", ".join(f"{k} {v:.2f}" for k, v in e.host_breakdown.items()) + " GiB")
     return "\n".join(lines)
 
 

@@ -66,9 +66,9 @@ def memory_problems(cfg: DictConfig) -> list[Problem]:
     where = f"per device ({DEVICE_CAP}={cap:g})"
     t = e.train_breakdown
     train_detail = (
-        f"pipeline stage {e.train_stage}: weights {t['weights']}, gradients {t['gradients']}, optimizer "
-        f"{t['optimizer']}, activations {t['activations']}, logits {t['logits']}, reference {t['reference']}, "
-        f"reserved {t['reserved']} GiB"
+        f"pipeline stage {e.train_stage}: weights {t['weights']:.1f}, gradients {t['gradients']:.1f}, "
+        f"optimizer {t['optimizer']:.1f}, activations {t['activations']:.1f}, logits {t['logits']:.1f}, "
+        f"reference {t['reference']:.1f}, reserved {t['reserved']:.1f} GiB"
     )
     if e.train_gib > cap:
         found.append(
@@ -94,29 +94,31 @@ def memory_problems(cfg: DictConfig) -> list[Problem]:
             error(
                 (UTIL, "megatron.param_offload"),
                 f"rollout needs {_percent(e.rollout_gib, cap)} {where}: vLLM takes {UTIL}={util} of the device "
-                f"({r['vllm_budget']} GiB) beside {r['actor_residue']} GiB the actor keeps and "
-                f"{r['reserved']} GiB reserved; set {UTIL} to at most {highest:.2f}{offload}",
+                f"({r['vllm_budget']:.1f} GiB) beside {r['actor_residue']:.1f} GiB the actor keeps and "
+                f"{r['reserved']:.1f} GiB reserved; set {UTIL} to at most {highest:.2f}{offload}",
             )
         )
     elif e.rollout_gib > WARN_FRACTION * cap:
         found.append(warning(UTIL, f"rollout needs {_percent(e.rollout_gib, cap)} {where}, little headroom"))
     needed = r["vllm_weights"] + r["vllm_workspace"]
     if e.sequences_fit < 1:
+        held = "does not even hold" if needed >= r["vllm_budget"] else "holds"
         found.append(
             error(
                 (UTIL, KEYS["gen_tp"], "data.max_response_length"),
-                f"vLLM's budget {r['vllm_budget']} GiB ({UTIL}={util} x {cap:g}) holds its weights and workspace "
-                f"({needed:.1f} GiB at gen_tp={Layout.of(cfg).gen_tp}) but not one full-length sequence "
-                f"({r['kv_per_token_kib']} KiB KV per token, {r['gdn_state_per_sequence_mib']} MiB Gated DeltaNet "
-                f"state); raise {UTIL}, raise parallel.gen_tp (or the rollout expert_parallel_size), or shorten "
-                "data.max_prompt_length / data.max_response_length",
+                f"vLLM's budget {r['vllm_budget']:.1f} GiB ({UTIL}={util} x {cap:g}) {held} its weights and "
+                f"workspace ({needed:.1f} GiB at gen_tp={Layout.of(cfg).gen_tp}) and has no room for one "
+                f"full-length sequence ({r['kv_per_token_kib']:.1f} KiB KV per token, "
+                f"{r['gdn_state_per_sequence_mib']:.1f} MiB Gated DeltaNet state); raise {UTIL}, raise "
+                "parallel.gen_tp (or the rollout expert_parallel_size), or shorten data.max_prompt_length / "
+                "data.max_response_length",
             )
         )
     host = e.host_memory_gib
     h = e.host_breakdown
     host_detail = (
-        f"offloaded weights and optimizer states {h['training_offload']} GiB, sleeping vLLM weights "
-        f"{h['vllm_sleeping_weights']} GiB"
+        f"offloaded weights and optimizer states {h['training_offload']:.1f} GiB, sleeping vLLM weights "
+        f"{h['vllm_sleeping_weights']:.1f} GiB"
     )
     if e.host_per_node_gib > host:
         found.append(
@@ -145,10 +147,10 @@ def memory_lines(cfg: DictConfig) -> list[str]:
         f"params     {e.params_total / 1e9:.1f}B total, {e.params_active / 1e9:.2f}B active; "
         f"{e.params_per_rank / 1e9:.2f}B per training rank, {e.rollout_params_per_rank / 1e9:.2f}B per rollout rank",
         f"memory     train {_percent(e.train_gib, e.device_memory_gib)} per device (stage {e.train_stage}: "
-        f"weights {t['weights']} + grads {t['gradients']} + optimizer {t['optimizer']} + activations "
-        f"{t['activations']} + logits {t['logits']})",
-        f"           rollout {_percent(e.rollout_gib, e.device_memory_gib)}: vLLM {r['vllm_budget']} GiB, "
-        f"weights {r['vllm_weights']}, cache {r['kv_and_state_cache']} GiB = {e.sequences_fit} sequences of "
+        f"weights {t['weights']:.1f} + grads {t['gradients']:.1f} + optimizer {t['optimizer']:.1f} + activations "
+        f"{t['activations']:.1f} + logits {t['logits']:.1f})",
+        f"           rollout {_percent(e.rollout_gib, e.device_memory_gib)}: vLLM {r['vllm_budget']:.1f} GiB, "
+        f"weights {r['vllm_weights']:.1f}, cache {r['kv_and_state_cache']:.1f} GiB = {e.sequences_fit} sequences of "
         f"{s} tokens ({e.sequences_wanted} wanted at once)",
         f"host       {_percent(e.host_per_node_gib, e.host_memory_gib)} per node; fits: {'yes' if e.fits else 'NO'}",
     ]
