@@ -67,7 +67,6 @@ class ModelFacts:
     router: int  # mlp.gate (E*h) + shared_expert_gate (h): replicated
     embedding: int  # embed_tokens (V*h): vocab-parallel over TP, first pipeline stage
     output: int  # lm_head (V*h), last pipeline stage; 0 when tied and PP == 1
-    mtp_layers: int  # MTP layers in the checkpoint (`mtp_num_hidden_layers`)
     mtp_extra: int  # per MTP layer beyond its decoder layer: eh_proj (2h*h), enorm, hnorm, final norm
     # GDN geometry for the vLLM state shapes.
     gdn_conv_dim: int  # 2*Hk*dk + Hv*dv
@@ -115,7 +114,6 @@ class ModelFacts:
             router=m["num_experts"] * h + h,
             embedding=m["vocab_size"] * h,
             output=0 if tied else m["vocab_size"] * h,
-            mtp_layers=m.get("mtp_num_layers") or 0,
             mtp_extra=2 * h * h + 3 * h,
             gdn_conv_dim=conv_dim,
             gdn_value_heads=hv,
@@ -188,7 +186,7 @@ class Settings:
     recompute_num_layers: int | None
     sequence_parallel: bool
     uses_reference: bool
-    mtp_trained: bool
+    mtp_layers: int  # MTP layers Megatron builds and trains (override_transformer_config.mtp_num_layers)
     first_last: tuple[int | None, int | None] = (None, None)
     gpu_memory_utilization: float = 0.5
     max_num_seqs: int = VLLM_MAX_NUM_SEQS
@@ -245,7 +243,7 @@ class Settings:
             recompute_num_layers=otc.get("recompute_num_layers"),
             sequence_parallel=bool(mg.get("sequence_parallel", True)),
             uses_reference=uses_ref,
-            mtp_trained=bool(otc.get("mtp_num_layers")),
+            mtp_layers=int(otc.get("mtp_num_layers") or 0),
             first_last=(otc.get("num_layers_in_first_pipeline_stage"), otc.get("num_layers_in_last_pipeline_stage")),
             gpu_memory_utilization=float(rollout.gpu_memory_utilization),
             max_num_seqs=int(rollout.get("max_num_seqs") or VLLM_MAX_NUM_SEQS),
@@ -354,7 +352,7 @@ def _activation_bytes(
     return layers * full * in_flight
 
 
-def _train_stage_params(m: ModelFacts, lo: Layout, start: int, end: int, last: bool, mtp: bool) -> tuple[int, int]:
+def _train_stage_params(m: ModelFacts, lo: Layout, start: int, end: int, last: bool, mtp: int) -> tuple[int, int]:
     """(dense, expert) parameters one training rank of this stage holds (megatron-core sharding)."""
     attn = m.attention_prefix[end] - m.attention_prefix[start]
     gdn = (end - start) - attn
@@ -369,9 +367,9 @@ def _train_stage_params(m: ModelFacts, lo: Layout, start: int, end: int, last: b
         dense += m.embedding // lo.tp
     if last:
         dense += (m.output or (m.embedding if lo.pp > 1 else 0)) // lo.tp + m.hidden
-        if mtp and m.mtp_layers:
-            dense += m.mtp_layers * (attention + m.shared // lo.tp + m.router + m.mtp_extra)
-            expert += m.mtp_layers * expert_layer
+        # MTP layers (a full-attention decoder layer each, plus eh_proj and norms) sit on the last stage.
+        dense += mtp * (attention + m.shared // lo.tp + m.router + m.mtp_extra)
+        expert += mtp * expert_layer
     return dense, expert
 
 
@@ -431,7 +429,7 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
     params_rank = active_rank = 0
     for index, (start, end) in enumerate(stages):
         last = index == len(stages) - 1
-        dense, expert = _train_stage_params(m, lo, start, end, last, s.mtp_trained)
+        dense, expert = _train_stage_params(m, lo, start, end, last, s.mtp_layers)
         params = dense + expert
         weights = BF16 * params
         grads = s.grad_bytes * params
@@ -441,7 +439,7 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
         logits = 0.0
         if last:
             # Output layer logits over the TP shard of the vocabulary (+ one more set per MTP layer).
-            heads = 1 + (m.mtp_layers if s.mtp_trained else 0)
+            heads = 1 + s.mtp_layers
             logits = heads * LOGIT_BYTES * tokens * m.vocab / lo.tp
         ref = BF16 * params if s.uses_reference and not s.param_offload else 0.0
         if s.optimizer_offload:
