@@ -34,8 +34,10 @@ FP32 = 4
 CONV_KERNEL = 4  # HF Qwen3.5 / Qwen3-Next `linear_conv_kernel_dim`
 VLLM_MAX_NUM_SEQS = 256  # verl rollout.max_num_seqs default (trainer/config/rollout/rollout.yaml)
 VLLM_MAX_BATCHED_TOKENS = 8192  # verl rollout.max_num_batched_tokens default
-# verl's vocab-parallel log-prob/entropy path keeps, per logit: the bf16 output of the output
-# layer, an fp32 copy and an fp32 softmax/entropy buffer (verl/utils/megatron/tensor_parallel.py).
+# Per logit of the TP vocabulary shard (an approximation): the bf16 output of the output layer
+# plus two fp32 buffers saved for backward (verl/utils/megatron/tensor_parallel.py
+# _VocabParallelEntropy saves the logits and their softmax; megatron-core's
+# vocab_parallel_cross_entropy keeps its exp-logits).
 LOGIT_BYTES = BF16 + FP32 + FP32
 
 
@@ -468,7 +470,8 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
         # Host: verl keeps a pinned copy of offloaded weights (megatron_utils.offload_megatron_model_to_cpu;
         # gradients are freed, not copied); the ref's weights likewise; verl's optimizer offload moves
         # master weights and Adam states; Megatron's hybrid CPU optimizer keeps `fraction` of them plus an
-        # fp32 gradient copy on the host all the time (megatron/core/optimizer/cpu_offloading).
+        # fp32 gradient copy on the host all the time (megatron/core/optimizer/cpu_offloading/
+        # hybrid_optimizer.py: fp32 CPU copies of the parameters, pinned CPU gradients).
         host = (weights if s.param_offload else 0) + (BF16 * params if s.uses_reference and s.param_offload else 0)
         host += optimizer * frac * (s.optimizer_bytes + FP32) / s.optimizer_bytes
         host += optimizer_device if s.optimizer_offload else 0
