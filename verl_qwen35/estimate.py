@@ -444,12 +444,11 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
             heads = 1 + s.mtp_layers
             logits = heads * LOGIT_BYTES * tokens * m.vocab / lo.tp
         ref = BF16 * params if s.uses_reference and not s.param_offload else 0.0
-        if s.optimizer_offload:
-            # verl loads the optimizer only for optimizer.step(), after backward freed activations
-            # (verl/workers/engine/megatron/transformer_impl.py: load_megatron_optimizer before step).
-            peak = weights + grads + ref + max(activations + logits, optimizer_device)
-        else:
-            peak = weights + grads + ref + activations + logits + optimizer_device
+        # verl's param/optimizer offload only moves them out between phases: entering the training
+        # context loads weights, gradients and the optimizer back onto the device before the first
+        # forward (verl/workers/engine/base.py BaseEngineCtx._context_switch). Only Megatron's hybrid
+        # CPU optimizer keeps its `fraction` off the device during training.
+        peak = weights + grads + ref + activations + logits + optimizer_device
         breakdown = {
             "weights": _gib(weights),
             "gradients": _gib(grads),
