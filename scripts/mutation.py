@@ -39,6 +39,7 @@ PACKAGE = "verl_qwen35"
 EQUIVALENT_FILE = ROOT / "scripts" / "mutation_equivalent.txt"
 TARGET_MODULES = ("checks/*", "environment.py", "sweep.py", "diff.py", "relaunch.py")
 TARGET_SCORE = 0.90
+MAX_EXAMPLES = 100  # per property test and mutant; see _cap_hypothesis
 
 # Test files per module (first match wins), fastest and most specific first; pytest runs them
 # with -x, so a killed mutant stops at its first failing test.
@@ -370,11 +371,31 @@ def run_child(copy: Path, args: list[str], log: Path, env: dict[str, str] | None
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
+    _cap_hypothesis(MAX_EXAMPLES)
     import pytest
 
     code = pytest.main(["-q", "-p", "no:cacheprovider", "--rootdir", str(copy), *args])
     sys.stdout.flush()
     os._exit(int(code))
+
+
+def _cap_hypothesis(limit: int) -> None:
+    """Property tests draw at most `limit` examples per mutant (their explicit @examples all run):
+    a rule a mutant breaks is caught by its example; thousands of draws per mutant would cost hours."""
+    import hypothesis
+
+    original = hypothesis.settings.__init__
+
+    def capped(self, *args, **kwargs):
+        if isinstance(kwargs.get("max_examples"), int):
+            kwargs["max_examples"] = min(kwargs["max_examples"], limit)
+        original(self, *args, **kwargs)
+
+    hypothesis.settings.__init__ = capped
+    hypothesis.settings.register_profile(
+        "mutation", hypothesis.settings.get_profile("deterministic"), max_examples=limit
+    )
+    hypothesis.settings.load_profile("mutation")
 
 
 @dataclass
