@@ -379,6 +379,21 @@ def run_child(copy: Path, args: list[str], log: Path, env: dict[str, str] | None
     os._exit(int(code))
 
 
+def child(copy: Path, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
+    """The forked child's whole life: it never returns into the parent's frames (their `finally`
+    blocks would delete the parent's tree copies); any failure of its own is exit code 3."""
+    try:
+        os.setpgid(0, 0)
+        run_child(copy, args, log, env)
+    except BaseException:
+        import traceback
+
+        with open(log, "a") as out:
+            traceback.print_exc(file=out)
+    finally:
+        os._exit(3)
+
+
 def _cap_hypothesis(limit: int) -> None:
     """Property tests draw at most `limit` examples per mutant (their explicit @examples all run):
     a rule a mutant breaks is caught by its example; thousands of draws per mutant would cost hours."""
@@ -392,10 +407,6 @@ def _cap_hypothesis(limit: int) -> None:
         original(self, *args, **kwargs)
 
     hypothesis.settings.__init__ = capped
-    hypothesis.settings.register_profile(
-        "mutation", hypothesis.settings.get_profile("deterministic"), max_examples=limit
-    )
-    hypothesis.settings.load_profile("mutation")
 
 
 @dataclass
@@ -425,8 +436,7 @@ def run_all(mutants: list[Mutant], jobs: int, owners: "Owners", timeout: float, 
                 slot.mutant, slot.started = mutant, time.monotonic()
                 pid = os.fork()
                 if pid == 0:
-                    os.setpgid(0, 0)
-                    run_child(slot.copy, ["-x", *owners.tests_of(mutant)], logs / f"{abs(hash(mutant.ident))}.log")
+                    child(slot.copy, ["-x", *owners.tests_of(mutant)], logs / f"{abs(hash(mutant.ident))}.log")
                 slot.pid = pid
             time.sleep(0.05)
             for slot in slots:
@@ -500,9 +510,8 @@ def baseline(modules: list[str], logs: Path) -> Owners:
     try:
         pid = os.fork()
         if pid == 0:
-            os.setpgid(0, 0)
             env = {"MUTATION_LINE_OWNERS": str(out), "MUTATION_PACKAGE_DIR": str(copy / PACKAGE)}
-            run_child(
+            child(
                 copy,
                 ["-p", "pytest_line_owners", *files, *(f"--deselect={d}" for d in DESELECT)],
                 logs / "baseline.log",
