@@ -381,7 +381,7 @@ def run_child(copy: Path, args: list[str], log: Path, env: dict[str, str] | None
 
 def child(copy: Path, args: list[str], log: Path, env: dict[str, str] | None = None) -> None:
     """The forked child's whole life: it never returns into the parent's frames (their `finally`
-    blocks would delete the parent's tree copies); any failure of its own is exit code 3."""
+    blocks would delete the parent's tree copies); any failure of its own is exit code 70."""
     try:
         os.setpgid(0, 0)
         run_child(copy, args, log, env)
@@ -391,7 +391,7 @@ def child(copy: Path, args: list[str], log: Path, env: dict[str, str] | None = N
         with open(log, "a") as out:
             traceback.print_exc(file=out)
     finally:
-        os._exit(3)
+        os._exit(70)
 
 
 def _cap_hypothesis(limit: int) -> None:
@@ -452,13 +452,15 @@ def run_all(mutants: list[Mutant], jobs: int, owners: "Owners", timeout: float, 
                     os.waitpid(slot.pid, 0)
                     verdict = "timeout"
                 else:
-                    verdict = "survived" if os.waitstatus_to_exitcode(status) == 0 else "killed"
+                    # pytest: 0 all passed, 1 a test failed, 2 collection failed (the mutant broke an import)
+                    code = os.waitstatus_to_exitcode(status)
+                    verdict = {0: "survived", 1: "killed", 2: "killed"}.get(code, f"error (exit {code})")
                 (slot.copy / PACKAGE / mutant.module).write_text(slot.original)
                 result[mutant.ident] = verdict
                 record(mutant, verdict)
                 slot.pid = 0
                 done += 1
-                mark = {"killed": ".", "timeout": "T", "survived": "S"}[verdict]
+                mark = {"killed": ".", "timeout": "T", "survived": "S"}.get(verdict, "E")
                 print(mark, end="" if done % 80 else f" {done}/{len(mutants)}\n", flush=True)
                 if verdict == "survived":
                     print(f"\n  survived: {mutant.describe()}", flush=True)
@@ -568,6 +570,11 @@ def report(mutants: list[Mutant], result: dict[str, str], allowed: dict[str, str
         print(f"\nsurvivors ({len(survivors)}):")
         for m in survivors:
             print(f"  {m.describe()}\n      id: {m.ident}")
+    broken = [m for m in mutants if str(result.get(m.ident, "")).startswith("error")]
+    if broken:
+        print(f"\nnot decided, the run itself failed ({len(broken)}; rerun them):")
+        for m in broken:
+            print(f"  {m.describe()}: {result[m.ident]}")
     stale = set(allowed) - {m.ident for m in mutants}
     if stale:
         print(f"\nstale entries in {EQUIVALENT_FILE.name} (no such mutant any more):")
@@ -628,7 +635,7 @@ def main() -> int:
         results_file.write_text(json.dumps(saved, indent=0, sort_keys=True))
 
     rerun = {"survived"} if args.rerun_survivors else set()
-    todo = [m for m in runnable if key(m) not in saved or saved[key(m)] in rerun]
+    todo = [m for m in runnable if key(m) not in saved or saved[key(m)] in rerun or saved[key(m)].startswith("error")]
     result = {m.ident: saved[key(m)] for m in runnable if key(m) in saved}
     started = time.monotonic()
     print(f"{len(mutants)} mutants in {len(modules)} modules; {len(todo)} to run, {args.jobs} jobs", flush=True)
