@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,12 +52,13 @@ TESTS = {
     "checks/files.py": ["test_rules.py", "test_machine_checks.py"],
     "checks/*": [
         "test_rules.py",
+        "test_layout_rules.py",
+        "test_parity_every_key.py",
+        "test_parity.py",
+        "test_megatron_keys.py",
         "test_preflight.py",
         "test_override_rules.py",
         "test_differential.py",
-        "test_parity.py",
-        "test_layout_rules.py",
-        "test_megatron_keys.py",
     ],
     "environment.py": ["test_env_rules.py", "test_environment.py", "test_secrets.py", "test_rules.py"],
     "secret_scan.py": ["test_secrets.py", "test_environment.py"],
@@ -185,22 +186,16 @@ class _Finder(ast.NodeVisitor):
             self.visit(stmt)
 
     def generic_visit(self, node: ast.AST) -> None:
-        for field, value in ast.iter_fields(node):
-            if (
-                field in ("body", "orelse", "finalbody")
-                and isinstance(value, list)
-                and value
-                and isinstance(value[0], ast.stmt)
-            ):
-                in_function = True
-                self._body(value, in_function) if self.scope else [self.visit(v) for v in value]
-            elif isinstance(value, list):
+        for name, value in ast.iter_fields(node):
+            nested_block = name in ("body", "orelse", "finalbody") and isinstance(value, list) and value
+            if nested_block and isinstance(value[0], ast.stmt) and self.scope:  # a block inside a function
+                self._body(value, in_function=True)
+                continue
+            if isinstance(value, list):
                 for item in value:
                     if isinstance(item, ast.AST):
                         self.visit(item)
-            elif isinstance(value, ast.AST):
-                if field in ("annotation", "returns"):
-                    continue
+            elif isinstance(value, ast.AST) and name not in ("annotation", "returns"):
                 self.visit(value)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
@@ -481,6 +476,7 @@ class Owners:
     spawns: list[str]
     order: list[str]
     seconds: float
+    seconds_of: dict[str, float] = field(default_factory=dict)  # per test, in the unmutated run
 
     def tests_of(self, mutant: Mutant) -> list[str]:
         """Tests executing the mutated lines, plus the mapped subprocess tests; else all mapped files."""
@@ -494,18 +490,21 @@ class Owners:
         if not running:
             return [*files, *(f"--deselect={d}" for d in DESELECT)]
         chosen = running | {t for t in self.spawns if t in mapped}
-        return [t for t in self.order if t in chosen]
+        # Fastest first (the unmutated run's time), so a killed mutant stops early under -x.
+        return sorted(chosen, key=lambda t: (self.seconds_of.get(t, 1.0), self.order.index(t)))
 
 
 def baseline(modules: list[str], logs: Path) -> Owners:
     """The modules' tests pass unmutated (else every mutant would count as killed); who runs what."""
     files = list(dict.fromkeys(f for module in modules for f in tests_for(module)))
     sources = sorted((ROOT / PACKAGE).rglob("*.py")) + sorted((ROOT / "tests").rglob("*.py"))
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + " ".join(files).encode()).hexdigest()
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources) + " ".join(sorted(files)).encode()).hexdigest()
     cache = ROOT / ".mutation-owners.json"
     if cache.is_file() and (cached := json.loads(cache.read_text())).get("digest") == digest:
         print(f"baseline: reused ({len(cached['order'])} tests, unchanged sources)", flush=True)
-        return Owners(cached["lines"], cached["spawns"], cached["order"], cached["seconds"])
+        return Owners(
+            cached["lines"], cached["spawns"], cached["order"], cached["seconds"], cached.get("durations", {})
+        )
     copy = make_copy(99)
     out = logs / "owners.json"
     started = time.monotonic()
@@ -528,7 +527,7 @@ def baseline(modules: list[str], logs: Path) -> Owners:
     seconds = time.monotonic() - started
     cache.write_text(json.dumps({**record, "digest": digest, "seconds": seconds}))
     print(f"baseline: {len(record['order'])} tests in {len(files)} files, {seconds:.0f}s", flush=True)
-    return Owners(record["lines"], record["spawns"], record["order"], seconds)
+    return Owners(record["lines"], record["spawns"], record["order"], seconds, record.get("durations", {}))
 
 
 def equivalents() -> dict[str, str]:

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ _lines: dict[str, set[str]] = {}
 _spawns: set[str] = set()
 _current: list[str] = []
 _order: list[str] = []
+_durations: dict[str, float] = {}
 
 
 def _tracer(frame, event, arg):
@@ -53,6 +55,7 @@ subprocess.Popen.__init__ = _popen_init
 def pytest_runtest_protocol(item, nextitem):
     _current[:] = [item.nodeid]
     _order.append(item.nodeid)
+    started = time.monotonic()
     sys.settrace(_tracer)
     threading.settrace(_tracer)
     try:
@@ -61,10 +64,16 @@ def pytest_runtest_protocol(item, nextitem):
         sys.settrace(None)
         threading.settrace(None)
         _current.clear()
+        _durations[item.nodeid] = time.monotonic() - started
 
 
 def pytest_sessionfinish(session, exitstatus):
     out = os.environ.get("MUTATION_LINE_OWNERS")
     if out:
-        record = {"lines": {k: sorted(v) for k, v in _lines.items()}, "spawns": sorted(_spawns), "order": _order}
+        record = {
+            "lines": {k: sorted(v) for k, v in _lines.items()},
+            "spawns": sorted(_spawns),
+            "order": _order,
+            "durations": _durations,
+        }
         Path(out).write_text(json.dumps(record))
