@@ -490,8 +490,12 @@ class Owners:
         if not running:
             return [*files, *(f"--deselect={d}" for d in DESELECT)]
         chosen = running | {t for t in self.spawns if t in mapped}
-        # Fastest first (the unmutated run's time), so a killed mutant stops early under -x.
-        return sorted(chosen, key=lambda t: (self.seconds_of.get(t, 1.0), self.order.index(t)))
+        # Fastest first (the unmutated run's time; else the TESTS order), so a killed mutant stops early.
+        rank = {f: i for i, f in enumerate(files)}
+        return sorted(
+            chosen,
+            key=lambda t: (self.seconds_of.get(t, 0.0), rank.get(t.split("::")[0], len(rank)), self.order.index(t)),
+        )
 
 
 def baseline(modules: list[str], logs: Path) -> Owners:
