@@ -7,6 +7,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks import Problem, preflight
+from verl_qwen35.checks.memory import memory_column
 from verl_qwen35.environment import from_shell, job_environment
 from verl_qwen35.plan import plan_lines
 from verl_qwen35.sweep import in_multirun, job_tag, write_verdict
@@ -78,7 +79,7 @@ def run(cfg: DictConfig) -> None:
     found = problems(cfg, choices, mode)
     errors = [p for p in found if p.level == "error"]
     if output_dir:
-        write_verdict(output_dir, mode, found)
+        write_verdict(output_dir, mode, found, memory_column(cfg))
     for problem in found:
         print(problem, file=sys.stderr)
     if mode != "launch":
