@@ -19,7 +19,6 @@ import io
 import os
 import pickle
 import sys
-import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -67,6 +66,8 @@ def cache_key(text: str) -> str:
 
 def _store(path: Path, blob: bytes) -> None:
     """Atomic write; a cache that cannot be written is only slower."""
+    import tempfile  # only when writing: most runs only read
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp")
