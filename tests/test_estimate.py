@@ -32,7 +32,6 @@ QWEN35_397B = {
     "linear_value_head_dim": 128,
     "full_attention_interval": 4,
     "vocab_size": 248320,
-    "mtp_num_layers": 1,
 }
 
 # Published totals and active parameters (the model names: 35B-A3B, 122B-A10B, 397B-A17B).
@@ -192,7 +191,7 @@ def tiny_settings(**changes) -> Settings:
         recompute_num_layers=None,
         sequence_parallel=True,
         uses_reference=False,
-        mtp_trained=False,
+        mtp_layers=0,
         gpu_memory_utilization=0.5,
     )
     return dataclasses.replace(base, **changes)
@@ -310,3 +309,23 @@ def base_settings() -> Settings:
     if not _SETTINGS:
         _SETTINGS.append(Settings.of(resolved(["model=122b", "device=npu"])))
     return _SETTINGS[0]
+
+
+def test_tiny_mtp_layer_sits_on_the_last_stage_with_its_own_logits():
+    lo = Layout(1, 4, 1, 1, 1, 4, 1, None, 1)
+    plain, mtp = (estimate_layout(TINY, lo, tiny_settings(mtp_layers=n)) for n in (0, 1))
+    # attention layer 280 + shared 48 + router 40 + eh_proj 2*8*8 + 3 norms of 8, and one routed expert of 48.
+    assert mtp.params_per_rank - plain.params_per_rank == 280 + 48 + 40 + 128 + 24 + 48
+    assert mtp.train_breakdown["logits"] == pytest.approx(2 * plain.train_breakdown["logits"])
+
+
+def test_tiny_verl_offload_frees_the_rollout_phase_but_not_training():
+    # verl loads weights, gradients and optimizer back for training (verl/workers/engine/base.py).
+    lo = Layout(1, 4, 1, 1, 1, 4, 1, None, 1)
+    resident = estimate_layout(TINY, lo, tiny_settings())
+    offloaded = estimate_layout(TINY, lo, tiny_settings(param_offload=True, grad_offload=True, optimizer_offload=True))
+    assert offloaded.train_gib == pytest.approx(resident.train_gib)
+    t = resident.train_breakdown
+    assert resident.rollout_breakdown["actor_residue"] == pytest.approx(t["weights"] + t["gradients"] + t["optimizer"])
+    assert offloaded.rollout_breakdown["actor_residue"] == 0
+    assert offloaded.host_breakdown["training_offload"] > 0 == resident.host_breakdown["training_offload"]

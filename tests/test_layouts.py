@@ -170,6 +170,7 @@ def test_no_fitting_layout_exits_2_and_says_how_far_off():
         (["model=480b"], "model=480b"),
         (["model=35b", "parallel.nnodes=0"], "parallel.nnodes"),
         (["model=35b", "--top", "-1"], "--top"),
+        (["model=35b", "megatron.use_remove_padding=true"], "megatron.use_remove_padding"),
     ],
 )
 def test_usage_errors_exit_2_naming_what_to_change(args, named):

@@ -51,6 +51,10 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
         )
     if mode == "full" and not [p for p in found if p.level == "error"]:
         found += _verl_problems(cfg)
+    if mode == "launch" and not [p for p in found if p.level == "error"]:
+        from verl_qwen35.checks.machine import launch_problems  # launch path only: keeps dry runs lean
+
+        found += launch_problems(cfg)  # the stack and the cluster's devices, before verl starts Ray
     return found
 
 

@@ -34,8 +34,10 @@ FP32 = 4
 CONV_KERNEL = 4  # HF Qwen3.5 / Qwen3-Next `linear_conv_kernel_dim`
 VLLM_MAX_NUM_SEQS = 256  # verl rollout.max_num_seqs default (trainer/config/rollout/rollout.yaml)
 VLLM_MAX_BATCHED_TOKENS = 8192  # verl rollout.max_num_batched_tokens default
-# verl's vocab-parallel log-prob/entropy path keeps, per logit: the bf16 output of the output
-# layer, an fp32 copy and an fp32 softmax/entropy buffer (verl/utils/megatron/tensor_parallel.py).
+# Per logit of the TP vocabulary shard (an approximation): the bf16 output of the output layer
+# plus two fp32 buffers saved for backward (verl/utils/megatron/tensor_parallel.py
+# _VocabParallelEntropy saves the logits and their softmax; megatron-core's
+# vocab_parallel_cross_entropy keeps its exp-logits).
 LOGIT_BYTES = BF16 + FP32 + FP32
 
 
@@ -67,7 +69,6 @@ class ModelFacts:
     router: int  # mlp.gate (E*h) + shared_expert_gate (h): replicated
     embedding: int  # embed_tokens (V*h): vocab-parallel over TP, first pipeline stage
     output: int  # lm_head (V*h), last pipeline stage; 0 when tied and PP == 1
-    mtp_layers: int  # MTP layers in the checkpoint (`mtp_num_hidden_layers`)
     mtp_extra: int  # per MTP layer beyond its decoder layer: eh_proj (2h*h), enorm, hnorm, final norm
     # GDN geometry for the vLLM state shapes.
     gdn_conv_dim: int  # 2*Hk*dk + Hv*dv
@@ -115,7 +116,6 @@ class ModelFacts:
             router=m["num_experts"] * h + h,
             embedding=m["vocab_size"] * h,
             output=0 if tied else m["vocab_size"] * h,
-            mtp_layers=m.get("mtp_num_layers") or 0,
             mtp_extra=2 * h * h + 3 * h,
             gdn_conv_dim=conv_dim,
             gdn_value_heads=hv,
@@ -188,7 +188,7 @@ class Settings:
     recompute_num_layers: int | None
     sequence_parallel: bool
     uses_reference: bool
-    mtp_trained: bool
+    mtp_layers: int  # MTP layers Megatron builds and trains (override_transformer_config.mtp_num_layers)
     first_last: tuple[int | None, int | None] = (None, None)
     gpu_memory_utilization: float = 0.5
     max_num_seqs: int = VLLM_MAX_NUM_SEQS
@@ -245,7 +245,7 @@ class Settings:
             recompute_num_layers=otc.get("recompute_num_layers"),
             sequence_parallel=bool(mg.get("sequence_parallel", True)),
             uses_reference=uses_ref,
-            mtp_trained=bool(otc.get("mtp_num_layers")),
+            mtp_layers=int(otc.get("mtp_num_layers") or 0),
             first_last=(otc.get("num_layers_in_first_pipeline_stage"), otc.get("num_layers_in_last_pipeline_stage")),
             gpu_memory_utilization=float(rollout.gpu_memory_utilization),
             max_num_seqs=int(rollout.get("max_num_seqs") or VLLM_MAX_NUM_SEQS),
@@ -354,7 +354,7 @@ def _activation_bytes(
     return layers * full * in_flight
 
 
-def _train_stage_params(m: ModelFacts, lo: Layout, start: int, end: int, last: bool, mtp: bool) -> tuple[int, int]:
+def _train_stage_params(m: ModelFacts, lo: Layout, start: int, end: int, last: bool, mtp: int) -> tuple[int, int]:
     """(dense, expert) parameters one training rank of this stage holds (megatron-core sharding)."""
     attn = m.attention_prefix[end] - m.attention_prefix[start]
     gdn = (end - start) - attn
@@ -369,9 +369,9 @@ def _train_stage_params(m: ModelFacts, lo: Layout, start: int, end: int, last: b
         dense += m.embedding // lo.tp
     if last:
         dense += (m.output or (m.embedding if lo.pp > 1 else 0)) // lo.tp + m.hidden
-        if mtp and m.mtp_layers:
-            dense += m.mtp_layers * (attention + m.shared // lo.tp + m.router + m.mtp_extra)
-            expert += m.mtp_layers * expert_layer
+        # MTP layers (a full-attention decoder layer each, plus eh_proj and norms) sit on the last stage.
+        dense += mtp * (attention + m.shared // lo.tp + m.router + m.mtp_extra)
+        expert += mtp * expert_layer
     return dense, expert
 
 
@@ -431,7 +431,7 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
     params_rank = active_rank = 0
     for index, (start, end) in enumerate(stages):
         last = index == len(stages) - 1
-        dense, expert = _train_stage_params(m, lo, start, end, last, s.mtp_trained)
+        dense, expert = _train_stage_params(m, lo, start, end, last, s.mtp_layers)
         params = dense + expert
         weights = BF16 * params
         grads = s.grad_bytes * params
@@ -441,15 +441,14 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
         logits = 0.0
         if last:
             # Output layer logits over the TP shard of the vocabulary (+ one more set per MTP layer).
-            heads = 1 + (m.mtp_layers if s.mtp_trained else 0)
+            heads = 1 + s.mtp_layers
             logits = heads * LOGIT_BYTES * tokens * m.vocab / lo.tp
         ref = BF16 * params if s.uses_reference and not s.param_offload else 0.0
-        if s.optimizer_offload:
-            # verl loads the optimizer only for optimizer.step(), after backward freed activations
-            # (verl/workers/engine/megatron/transformer_impl.py: load_megatron_optimizer before step).
-            peak = weights + grads + ref + max(activations + logits, optimizer_device)
-        else:
-            peak = weights + grads + ref + activations + logits + optimizer_device
+        # verl's param/optimizer offload only moves them out between phases: entering the training
+        # context loads weights, gradients and the optimizer back onto the device before the first
+        # forward (verl/workers/engine/base.py BaseEngineCtx._context_switch). Only Megatron's hybrid
+        # CPU optimizer keeps its `fraction` off the device during training.
+        peak = weights + grads + ref + activations + logits + optimizer_device
         breakdown = {
             "weights": _gib(weights),
             "gradients": _gib(grads),
@@ -470,7 +469,8 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
         # Host: verl keeps a pinned copy of offloaded weights (megatron_utils.offload_megatron_model_to_cpu;
         # gradients are freed, not copied); the ref's weights likewise; verl's optimizer offload moves
         # master weights and Adam states; Megatron's hybrid CPU optimizer keeps `fraction` of them plus an
-        # fp32 gradient copy on the host all the time (megatron/core/optimizer/cpu_offloading).
+        # fp32 gradient copy on the host all the time (megatron/core/optimizer/cpu_offloading/
+        # hybrid_optimizer.py: fp32 CPU copies of the parameters, pinned CPU gradients).
         host = (weights if s.param_offload else 0) + (BF16 * params if s.uses_reference and s.param_offload else 0)
         host += optimizer * frac * (s.optimizer_bytes + FP32) / s.optimizer_bytes
         host += optimizer_device if s.optimizer_offload else 0

@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks import device_of
 from verl_qwen35.checks.layout import Layout
+from verl_qwen35.checks.problem import Problem
 from verl_qwen35.compose import compose
 from verl_qwen35.layout_search import ROLLOUT, TRAINING, Candidate, Search, judge, search, verify
 
@@ -162,17 +163,20 @@ def copy_resolved(cfg: DictConfig) -> DictConfig:
     return out
 
 
-def _verified(cfg: DictConfig, found: Search, top: int) -> tuple[list[Candidate], int]:
-    """The search's layouts that the whole preflight accepts (it should be all of them)."""
-    kept, refused = [], 0
+def _verified(cfg: DictConfig, found: Search, top: int) -> tuple[list[Candidate], list[Problem]]:
+    """The search's layouts that the whole preflight accepts (all of them, unless something outside
+    the layout is wrong: then the first refusal's errors say what)."""
+    kept: list[Candidate] = []
+    first_refusal: list[Problem] = []
     for c in found.candidates:
-        if [p for p in verify(cfg, c.layout) if p.level == "error"]:
-            refused += 1
+        errors = [p for p in verify(cfg, c.layout) if p.level == "error"]
+        if errors:
+            first_refusal = first_refusal or errors
             continue
         kept.append(c)
         if top and len(kept) == top:
             break
-    return kept, refused
+    return kept, first_refusal
 
 
 def run(args: argparse.Namespace) -> int:
@@ -180,7 +184,11 @@ def run(args: argparse.Namespace) -> int:
     cfg, own = _compose(args.overrides)
     resolved = copy_resolved(cfg)
     found = search(resolved, device_of(resolved), top=args.top + 5 if args.top else 0)
-    listed, refused = _verified(cfg, found, args.top)
+    listed, refusal = _verified(cfg, found, args.top)
+    if refusal and not listed:
+        for problem in refusal:
+            print(problem, file=sys.stderr)
+        raise UsageError("the preflight refuses the best layouts for the reasons above; fix those overrides first")
     current, _ = judge(cfg, own)
     base = base_overrides(args.overrides)
     rows = [(str(i + 1), c) for i, c in enumerate(listed)]
@@ -209,8 +217,8 @@ def run(args: argparse.Namespace) -> int:
             print("current: the preflight refuses the config's own layout (see python -m verl_qwen35 ... dry_run=true)")
         elif current_rank is not None:
             print(f"current: the config's own layout is rank {current_rank}")
-        if refused:
-            print(f"note: {refused} layout(s) passed the search's rules but not the whole preflight; not listed")
+        if refusal:
+            print(f"note: layouts the search accepted but the whole preflight refused were left out: {refusal[0]}")
     if not listed:
         closest = ", ".join(
             f"{' '.join(overrides_of(c.layout))} needs {c.estimate.peak_gib:.0f} GiB" for c in found.closest[:3]
