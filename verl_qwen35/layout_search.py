@@ -10,12 +10,14 @@ The config is composed once (by the caller); layouts are varied in-process, neve
    `checks.rollout.rollout_problems`, `checks.batches.batch_problems`, ...) and the memory
    estimate of `verl_qwen35.estimate`; a layout with an error is dropped, one with warnings kept.
 3. Ranking (`rank_key`): layouts that fit first, then those without warnings, then the cost model:
-   - bytes a device sends or receives across node boundaries per training step (`traffic`), in
-     half-powers of two so near-equal volumes tie,
+   - bytes a device sends across node boundaries per training step (`traffic`), in half-powers
+     of two so near-equal volumes tie,
+   - all communication, cross-node or not, likewise,
    - the pipeline bubble (PP-1)/(VPP*m), m micro-batches per update (Narayanan et al. 2021;
      Megatron-LM's interleaved schedule), to the percent,
-   - all communication, cross-node or not, in half-powers of two,
    - memory headroom: the larger share of device memory left at the peak phase wins.
+   The rollout layout paired with each training layout is the config's own when it fits, else
+   the first that fits in `rollout_key` order.
 4. `verify`: the listed layouts go through the whole preflight on the composed config with only
    `parallel.*` changed, exactly what `python -m verl_qwen35 <overrides> parallel.X=... dry_run=true`
    checks, so a listed layout is one the dry run accepts.

@@ -210,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
         if shown:
             print(table(shown))
         print(
-            "ranked: fits, no warnings, less traffic across nodes, smaller pipeline bubble, less traffic, "
+            "ranked: fits, no warnings, less traffic across nodes, less traffic, smaller pipeline bubble, "
             f"more memory headroom (verl_qwen35/layout_search.py); {elapsed:.2f} s"
         )
         if current is None:
