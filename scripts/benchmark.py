@@ -232,7 +232,7 @@ def bench_planner(rounds: int, tmp: Path) -> list[Row]:
     run(cmd, tmp)  # warm
     runs = [run(cmd, tmp) for _ in range(max(3, rounds // 2))]
     med, rows, line = summary("planner", "planner", runs)
-    inner = [float(m.group(1)) for r in runs if (m := re.search(r"; (\d+\.\d+) s$", r.stdout, re.MULTILINE))]
+    inner = [float(m.group(1)) for r in runs if (m := re.search(r"^took (\d+\.\d+) s", r.stdout, re.MULTILINE))]
     print(f"planner: {len(runs)} runs of python -m verl_qwen35.layouts {' '.join(PLANNER)}")
     print(line)
     if inner:

@@ -143,10 +143,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _compose(overrides: list[str]) -> tuple[DictConfig, Layout]:
+def _compose(overrides: list[str]) -> tuple[DictConfig, DictConfig, Layout]:
+    """(composed, resolved copy, its own layout), or a UsageError naming what to fix."""
     try:
         cfg = compose(overrides)
-        resolved = copy_resolved(cfg)
+        resolved = cfg.copy()
+        OmegaConf.resolve(resolved)
     except Exception as err:  # Hydra's and OmegaConf's own messages name the override or key
         raise UsageError(f"{type(err).__name__}: {err}") from err
     own = Layout.of(resolved)
@@ -154,13 +156,7 @@ def _compose(overrides: list[str]) -> tuple[DictConfig, Layout]:
         value = getattr(own, name)
         if not isinstance(value, int) or value < 1:
             raise UsageError(f"parallel.{name}={value!r}: the cluster size must be a positive integer")
-    return cfg, own
-
-
-def copy_resolved(cfg: DictConfig) -> DictConfig:
-    out = cfg.copy()
-    OmegaConf.resolve(out)
-    return out
+    return cfg, resolved, own
 
 
 def _verified(cfg: DictConfig, found: Search, top: int) -> tuple[list[Candidate], list[Problem]]:
@@ -179,10 +175,52 @@ def _verified(cfg: DictConfig, found: Search, top: int) -> tuple[list[Candidate]
     return kept, first_refusal
 
 
+def _print_table(
+    resolved: DictConfig, own: Layout, found: Search, rows: list[tuple[str, Candidate]], current: Candidate | None
+) -> None:
+    current_rank = next((rank for rank, c in rows if c.layout == own), None)
+    shown = rows + ([("current", current)] if current is not None and current_rank is None else [])
+    print(
+        f"{resolved.model.name} on {own.nnodes} x {own.devices_per_node} = {own.world} "
+        f"{device_of(resolved).upper()}s ({resolved.hardware.device_memory_gib:g} GiB each): "
+        f"{found.training_accepted} training layouts (of {found.training_judged} judged) x "
+        f"{found.rollout_accepted} rollout layouts accepted"
+    )
+    if shown:
+        print(table(shown))
+    print(
+        "ranked: fits, no warnings, less traffic across nodes, less traffic, smaller pipeline bubble, "
+        "more memory headroom (verl_qwen35/layout_search.py)"
+    )
+    if current is None:
+        print("current: the preflight refuses the config's own layout (see python -m verl_qwen35 ... dry_run=true)")
+    elif current_rank is not None:
+        print(f"current: the config's own layout is rank {current_rank}")
+
+
+def _print_json(own: Layout, base: list[str], rows: list[tuple[str, Candidate]], current: Candidate | None) -> None:
+    out = [record(int(rank), c, base, c.layout == own) for rank, c in rows]
+    if current is not None and not any(c.layout == own for _, c in rows):
+        out.append(record(None, current, base, True))
+    print(json.dumps(out, indent=2))
+
+
+def _nothing_fits(resolved: DictConfig, own: Layout, found: Search) -> int:
+    closest = ", ".join(
+        f"{' '.join(overrides_of(c.layout))} needs {c.estimate.peak_gib:.0f} GiB" for c in found.closest[:3]
+    )
+    print(
+        f"{PROG}: no accepted layout fits in memory on {own.nnodes} x {own.devices_per_node} "
+        f"(hardware.device_memory_gib={resolved.hardware.device_memory_gib:g}); closest: {closest or 'none'}. "
+        "Raise parallel.nnodes, or check hardware.* against your machines.",
+        file=sys.stderr,
+    )
+    return 2
+
+
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    cfg, own = _compose(args.overrides)
-    resolved = copy_resolved(cfg)
+    cfg, resolved, own = _compose(args.overrides)
     found = search(resolved, device_of(resolved), top=args.top + 5 if args.top else 0)
     listed, refusal = _verified(cfg, found, args.top)
     if refusal and not listed:
@@ -192,44 +230,15 @@ def run(args: argparse.Namespace) -> int:
     current, _ = judge(cfg, own)
     base = base_overrides(args.overrides)
     rows = [(str(i + 1), c) for i, c in enumerate(listed)]
-    current_rank = next((i + 1 for i, c in enumerate(listed) if c.layout == own), None)
-    elapsed = time.perf_counter() - started
     if args.format == "json":
-        out = [record(i + 1, c, base, c.layout == own) for i, c in enumerate(listed)]
-        if current is not None and current_rank is None:
-            out.append(record(None, current, base, True))
-        print(json.dumps(out, indent=2))
+        _print_json(own, base, rows, current)
     else:
-        shown = rows + ([("current", current)] if current is not None and current_rank is None else [])
-        m = cfg.model.name
-        print(
-            f"{m} on {own.nnodes} x {own.devices_per_node} = {own.world} {device_of(resolved).upper()}s "
-            f"({resolved.hardware.device_memory_gib:g} GiB each): {found.training_accepted} training layouts "
-            f"(of {found.training_judged} judged) x {found.rollout_accepted} rollout layouts accepted"
-        )
-        if shown:
-            print(table(shown))
-        print(
-            "ranked: fits, no warnings, less traffic across nodes, less traffic, smaller pipeline bubble, "
-            f"more memory headroom (verl_qwen35/layout_search.py); {elapsed:.2f} s"
-        )
-        if current is None:
-            print("current: the preflight refuses the config's own layout (see python -m verl_qwen35 ... dry_run=true)")
-        elif current_rank is not None:
-            print(f"current: the config's own layout is rank {current_rank}")
+        _print_table(resolved, own, found, rows, current)
+        print(f"took {time.perf_counter() - started:.2f} s after start-up (compose, search, verify)")
         if refusal:
             print(f"note: layouts the search accepted but the whole preflight refused were left out: {refusal[0]}")
     if not listed:
-        closest = ", ".join(
-            f"{' '.join(overrides_of(c.layout))} needs {c.estimate.peak_gib:.0f} GiB" for c in found.closest[:3]
-        )
-        print(
-            f"{PROG}: no accepted layout fits in memory on {own.nnodes} x {own.devices_per_node} "
-            f"(hardware.device_memory_gib={resolved.hardware.device_memory_gib:g}); closest: {closest or 'none'}. "
-            "Raise parallel.nnodes, or check hardware.* against your machines.",
-            file=sys.stderr,
-        )
-        return 2
+        return _nothing_fits(resolved, own, found)
     if args.sweep is None:
         if args.format == "table":
             line = " ".join([PROG, *args.overrides, f"--top {len(listed)}", "--sweep DIR"])
