@@ -217,7 +217,11 @@ def test_tiny_training_bytes_by_hand():
     assert b["activations"] == pytest.approx(4 * 8 * 8 * (18 + 4 * 6 / 8))
     # Logits: 8 tokens x 16 vocab x (bf16 + fp32 + fp32).
     assert b["logits"] == pytest.approx(8 * 16 * 10)
-    assert e.train_gib * GIB == pytest.approx(sum(b.values()))
+    assert e.train_gib * GIB == pytest.approx(sum(v for k, v in b.items() if k != "log_prob_pass"))
+    # The forward-only log-prob pass: weights, gradients and optimizer stay (no offload), one layer's
+    # activations and bf16 + fp32 logits of one micro-batch; below the update's peak here.
+    log_prob = 3748 + 7496 + b["optimizer"] + 8 * 8 * (18 + 4 * 6 / 8) + 8 * 16 * 6
+    assert b["log_prob_pass"] == pytest.approx(log_prob)
 
 
 def test_tiny_offload_moves_the_optimizer_to_the_host():
@@ -319,6 +323,18 @@ def test_tiny_mtp_layer_sits_on_the_last_stage_with_its_own_logits():
     assert mtp.train_breakdown["logits"] == pytest.approx(2 * plain.train_breakdown["logits"])
 
 
+def test_a_large_log_prob_micro_batch_sets_the_training_peak():
+    lo = Layout(1, 4, 1, 1, 1, 4, 1, None, 1)
+    offload = {"param_offload": True, "grad_offload": True, "optimizer_offload": True}
+    small, large = (estimate_layout(TINY, lo, tiny_settings(log_prob_micro_batch=n, **offload)) for n in (1, 64))
+    assert small.train_gib * GIB == pytest.approx(
+        sum(v for k, v in small.train_breakdown.items() if k != "log_prob_pass") * GIB
+    )
+    # 64 sequences of 8 tokens: weights + one layer's activations + logits (bf16 + fp32), + reserved 0.
+    expected = 2 * 1874 + 64 * 8 * 8 * (18 + 4 * 6 / 8) + 64 * 8 * 16 * 6
+    assert large.train_gib * GIB == pytest.approx(expected)
+
+
 def test_tiny_verl_offload_frees_the_rollout_phase_but_not_training():
     # verl loads weights, gradients and optimizer back for training (verl/workers/engine/base.py).
     lo = Layout(1, 4, 1, 1, 1, 4, 1, None, 1)
@@ -329,3 +345,10 @@ def test_tiny_verl_offload_frees_the_rollout_phase_but_not_training():
     assert resident.rollout_breakdown["actor_residue"] == pytest.approx(t["weights"] + t["gradients"] + t["optimizer"])
     assert offloaded.rollout_breakdown["actor_residue"] == 0
     assert offloaded.host_breakdown["training_offload"] > 0 == resident.host_breakdown["training_offload"]
+
+
+def test_a_log_prob_micro_batch_too_large_is_refused_naming_it():
+    rollout = "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"
+    cfg = compose(["model=122b", "device=npu", f"{rollout}=16"])
+    (memory,) = [p for p in preflight(cfg, machine_missing="warning") if "training needs" in p.message]
+    assert memory.level == "error" and rollout in memory.message and "log-prob pass" in memory.message

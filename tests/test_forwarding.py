@@ -153,19 +153,8 @@ def launch(tmp_path, monkeypatch):
         """Launch a Hydra multirun in-process; one record per job, in job order."""
         for name in ("HCCL_BUFFSIZE", "CPU_AFFINITY_CONF", "OMP_NUM_THREADS"):
             monkeypatch.delenv(name, raising=False)
-        monkeypatch.setattr(
-            sys,
-            "argv",
-            [
-                "verl-qwen35",
-                "-m",
-                *overrides,
-                *data,
-                SMALL_RAY,
-                *NO_MACHINE_CHECKS,
-                f"hydra.sweep.dir={tmp_path}/sweep",
-            ],
-        )
+        ours = (*data, SMALL_RAY, *NO_MACHINE_CHECKS, f"hydra.sweep.dir={tmp_path}/sweep")
+        monkeypatch.setattr(sys, "argv", ["verl-qwen35", "-m", *overrides, *ours])
         entrypoint.main()
         assert not ray.is_initialized(), "the last job must shut Ray down"
         return [json.loads(line) for line in out.read_text().splitlines()]

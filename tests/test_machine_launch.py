@@ -144,7 +144,7 @@ def test_gpu_preset_on_this_machine_is_refused_before_ray_starts(tmp_path):
     assert "Traceback" not in run.stderr
     assert "1 node(s) x 8 GPUs = 8" in run.stderr and "0 GPU(s)" in run.stderr
     assert "ray start --head --port=6379 --num-gpus=8" in run.stderr
-    assert "vLLM: installed missing" in run.stderr  # the stack check reports alongside
+    assert "vLLM: not installed, required >=0.18.0" in run.stderr  # the stack check reports alongside
     assert not ray_dir.exists(), "verl's ray.init must not have run"
     assert not (tmp_path / "out" / "launch.yaml").exists()
 

@@ -39,6 +39,8 @@ VLLM_MAX_BATCHED_TOKENS = 8192  # verl rollout.max_num_batched_tokens default
 # _VocabParallelEntropy saves the logits and their softmax; megatron-core's
 # vocab_parallel_cross_entropy keeps its exp-logits).
 LOGIT_BYTES = BF16 + FP32 + FP32
+# Forward-only log-prob passes: the bf16 logits and one fp32 log-softmax buffer per logit.
+LOG_PROB_LOGIT_BYTES = BF16 + FP32
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +196,8 @@ class Settings:
     max_num_seqs: int = VLLM_MAX_NUM_SEQS
     max_num_batched_tokens: int = VLLM_MAX_BATCHED_TOKENS
     vllm_sleep_level: int = 2
+    log_prob_micro_batch: int = 1  # the larger of rollout's and ref's log_prob_micro_batch_size_per_gpu
+    log_prob_max_token_len: int | None = None  # log_prob_max_token_len_per_gpu with log_prob_use_dynamic_bsz
 
     @property
     def sequence_length(self) -> int:
@@ -221,6 +225,10 @@ class Settings:
             return dtype_bytes.get(str(optim.get(key, "fp32")), FP32) if precision_aware else FP32
 
         uses_ref = bool(actor.get("use_kl_loss") or cfg.algorithm.get("use_kl_in_reward"))
+        # The old-policy log-probs run with the rollout's log-prob micro-batch, the ref's with its own.
+        log_prob_sides = [rollout] + ([arr.ref] if uses_ref else [])
+        log_prob_micro = max(int(side.get("log_prob_micro_batch_size_per_gpu") or 1) for side in log_prob_sides)
+        dynamic = [side for side in log_prob_sides if side.get("log_prob_use_dynamic_bsz")]
         param_offload = bool(mg.get("param_offload"))
         return cls(
             device_memory_gib=float(hw.device_memory_gib),
@@ -253,6 +261,8 @@ class Settings:
             # verl/third_party/vllm/__init__.py: VLLM_SLEEP_LEVEL is 1 on Ascend (weights kept in host
             # memory), 2 on GPU with vLLM >= 0.18 (weights dropped, re-synced from the actor).
             vllm_sleep_level=1 if cfg.trainer.get("device") == "npu" or rollout.get("layered_summon") else 2,
+            log_prob_micro_batch=log_prob_micro,
+            log_prob_max_token_len=max((int(d.log_prob_max_token_len_per_gpu) for d in dynamic), default=None),
         )
 
 
@@ -421,6 +431,7 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
     dp = max(1, lo.world // (lo.tp * lo.pp * lo.cp))
     # Tokens of one micro-batch on one rank (dynamic batch size: a token budget), split by CP.
     tokens = float(s.max_token_len or s.micro_batch * s.sequence_length) / lo.cp
+    log_prob_tokens = float(s.log_prob_max_token_len or s.log_prob_micro_batch * s.sequence_length) / lo.cp
     num_micro = max(1, s.mini_batch_sequences // (dp * max(1, s.micro_batch)))
 
     frac = s.optimizer_offload_fraction if s.optimizer_cpu_offload else 0.0
@@ -448,7 +459,17 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
         # context loads weights, gradients and the optimizer back onto the device before the first
         # forward (verl/workers/engine/base.py BaseEngineCtx._context_switch). Only Megatron's hybrid
         # CPU optimizer keeps its `fraction` off the device during training.
-        peak = weights + grads + ref + activations + logits + optimizer_device
+        update = weights + grads + ref + activations + logits + optimizer_device
+        # What the actor (and ref) leave on the device while vLLM generates.
+        residue = (0 if s.param_offload else weights) + (0 if s.grad_offload else grads) + ref
+        residue += 0 if s.optimizer_offload else optimizer_device
+        # Log-prob passes (old policy, ref): forward only, in eval mode verl loads the weights alone
+        # (BaseEngineCtx: model yes, optimizer and gradients no); one layer's activations at a time and
+        # the logits of a log-prob micro-batch on the last stage.
+        log_prob = residue + (weights if s.param_offload else 0)
+        log_prob += _layer_activation_bytes(log_prob_tokens, m, lo.tp, sp)
+        log_prob += LOG_PROB_LOGIT_BYTES * log_prob_tokens * m.vocab / lo.tp if last else 0
+        peak = max(update, log_prob)
         breakdown = {
             "weights": _gib(weights),
             "gradients": _gib(grads),
@@ -457,14 +478,12 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
             "logits": _gib(logits),
             "reference": _gib(ref),
             "reserved": _gib(reserved),
+            "log_prob_pass": _gib(log_prob),  # the forward-only pass's own peak (compared, not added)
         }
         if best is None or peak > best[0]:
             best = (peak, index, breakdown)
             params_rank = params
             active_rank = dense + expert * m.topk // m.experts
-        # What the actor (and ref) leave on the device while vLLM generates.
-        residue = (0 if s.param_offload else weights) + (0 if s.grad_offload else grads) + ref
-        residue += 0 if s.optimizer_offload else optimizer_device
         worst_residue = max(worst_residue, residue)
         # Host: verl keeps a pinned copy of offloaded weights (megatron_utils.offload_megatron_model_to_cpu;
         # gradients are freed, not copied); the ref's weights likewise; verl's optimizer offload moves

@@ -53,6 +53,11 @@ def _training_advice(e: MemoryEstimate) -> str:
             "shorter sequences (data.max_prompt_length / data.max_response_length) or a smaller "
             "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"
         )
+    if parts["log_prob_pass"] + parts["reserved"] >= e.train_gib:
+        advice.append(
+            "the log-prob pass is the peak: lower actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu "
+            "(and the ref's)"
+        )
     if parts["reference"] > 0:
         advice.append("megatron.param_offload=true (the reference model stays on the device otherwise)")
     return "; ".join(advice)
@@ -68,7 +73,8 @@ def memory_problems(cfg: DictConfig) -> list[Problem]:
     train_detail = (
         f"pipeline stage {e.train_stage}: weights {t['weights']:.1f}, gradients {t['gradients']:.1f}, "
         f"optimizer {t['optimizer']:.1f}, activations {t['activations']:.1f}, logits {t['logits']:.1f}, "
-        f"reference {t['reference']:.1f}, reserved {t['reserved']:.1f} GiB"
+        f"reference {t['reference']:.1f}, reserved {t['reserved']:.1f} GiB; forward-only log-prob pass "
+        f"{t['log_prob_pass']:.1f} GiB"
     )
     if e.train_gib > cap:
         found.append(
@@ -147,8 +153,8 @@ def memory_lines(cfg: DictConfig) -> list[str]:
         f"params     {e.params_total / 1e9:.1f}B total, {e.params_active / 1e9:.2f}B active; "
         f"{e.params_per_rank / 1e9:.2f}B per training rank, {e.rollout_params_per_rank / 1e9:.2f}B per rollout rank",
         f"memory     train {_percent(e.train_gib, e.device_memory_gib)} per device (stage {e.train_stage}: "
-        f"weights {t['weights']:.1f} + grads {t['gradients']:.1f} + optimizer {t['optimizer']:.1f} + activations "
-        f"{t['activations']:.1f} + logits {t['logits']:.1f})",
+        f"update: weights {t['weights']:.1f} + grads {t['gradients']:.1f} + optimizer {t['optimizer']:.1f} + "
+        f"activations {t['activations']:.1f} + logits {t['logits']:.1f}; log-prob pass {t['log_prob_pass']:.1f})",
         f"           rollout {_percent(e.rollout_gib, e.device_memory_gib)}: vLLM {r['vllm_budget']:.1f} GiB, "
         f"weights {r['vllm_weights']:.1f}, cache {r['kv_and_state_cache']:.1f} GiB = {e.sequences_fit} sequences of "
         f"{s} tokens ({e.sequences_wanted} wanted at once)",
