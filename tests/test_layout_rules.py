@@ -15,19 +15,7 @@ from verl_qwen35.checks.layout import Layout, layout_problems
 from verl_qwen35.checks.rollout import rollout_problems
 from verl_qwen35.paths import conf_dir
 
-ARCH = {name: OmegaConf.load(Path(conf_dir()) / "model" / f"{name}.yaml").model for name in ("35b", "122b")}
-# Qwen3.5-397B-A17B from shared/reference/README.md (no preset ships yet; its layouts must pass).
-ARCH["397b"] = OmegaConf.create(
-    {
-        "name": "Qwen3.5-397B-A17B",
-        "num_layers": 60,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 2,
-        "num_experts": 512,
-        "linear_num_key_heads": 16,
-        "linear_num_value_heads": 64,
-    }
-)
+ARCH = {name: OmegaConf.load(Path(conf_dir()) / "model" / f"{name}.yaml").model for name in ("35b", "122b", "397b")}
 # Tiny made-up models, each with a tp that breaks exactly one head rule (the real ones break several).
 for _name, (_heads, _kv, _lin_k, _lin_v) in {
     "heads_only": (12, 4, 8, 8),  # tp=8: 12 heads do not split; 4 KV heads replicate; 8/8 linear heads split
