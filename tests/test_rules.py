@@ -1,0 +1,213 @@
+"""One targeted case per preflight rule: a refusal that breaks only that rule (its reason asserted,
+not only its key), and the accepting case at the boundary; numeric rules on both sides of it.
+
+Cases call the rule functions in-process on plain numbers or on one composed config (copied per
+case), so the whole file costs seconds; tests/test_preflight.py and test_override_rules.py check the
+same rules through `preflight` on whole configs.
+"""
+
+import copy
+from functools import cache
+
+import pytest
+from omegaconf import OmegaConf
+
+from verl_qwen35.checks import preflight
+from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
+from verl_qwen35.checks.layout import Layout
+from verl_qwen35.compose import compose
+
+
+@cache
+def _resolved(preset: str):
+    model, device = preset.split("_")
+    cfg = compose([f"model={model}", f"device={device}"])
+    OmegaConf.resolve(cfg)
+    return cfg
+
+
+def config(preset: str = "35b_gpu", **changes):
+    """A resolved preset with `changes` ({"a.b.c": value}) applied, as preflight sees a config."""
+    cfg = copy.deepcopy(_resolved(preset))
+    for key, value in changes.items():
+        OmegaConf.update(cfg, key, value, merge=False, force_add=True)
+    return cfg
+
+
+def errors(cfg) -> list[str]:
+    return [str(p) for p in preflight(cfg, machine_missing="warning") if p.level == "error"]
+
+
+# --- batches.py: megatron's interleaved (VPP) schedule ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("micro_batches", "pp", "group", "why"),
+    [
+        (4, 2, 4, None),  # group == micro-batches: the boundary passes
+        (4, 2, 5, "needs pp=2 <= group <= micro-batches"),  # group one above the micro-batches
+        (4, 2, 2, None),  # group == pp: the boundary passes
+        (4, 2, 1, "needs pp=2 <= group <= micro-batches"),  # group one below pp
+        (4, 2, None, None),  # no group: megatron uses pp
+        (1, 2, None, "needs pp=2 <= group <= micro-batches"),  # the default group of pp=2 > 1 micro-batch
+        (6, 2, 4, None),  # last group of 2 == pp passes
+        (5, 2, 4, "leave a last group of 1 < pp=2"),  # last group of 1 < pp
+        (8, 2, 4, None),  # whole groups only
+        (7, 4, 4, "leave a last group of 3 < pp=4"),
+    ],
+)
+def test_interleaved_schedule_boundaries(micro_batches, pp, group, why):
+    got = interleaving_problem(micro_batches, pp, group)
+    assert (got is None) if why is None else (why in got), got
+
+
+@pytest.mark.parametrize(
+    ("sequences", "dp", "micro", "vpp", "split", "vpp_why"),
+    [
+        (16, 4, 4, None, None, None),  # 16 = 4 ranks x 4: exact fit
+        (15, 4, 4, None, "15 sequences do not split into DP=4 ranks x micro-batches of 4", None),
+        (17, 4, 4, None, "17 sequences do not split into DP=4 ranks x micro-batches of 4", None),
+        (16, 4, 2, 2, None, None),  # 2 micro-batches, pp=2 group of 2
+        (8, 4, 2, 2, None, "needs pp=2 <= group <= micro-batches"),  # 1 micro-batch < pp
+    ],
+)
+def test_share_problems_split_then_interleaving(sequences, dp, micro, vpp, split, vpp_why):
+    got_split, got_vpp = share_problems(sequences, dp, micro, pp=2, vpp=vpp, group=None)
+    assert got_split == split
+    assert (got_vpp is None) if vpp_why is None else (vpp_why in got_vpp)
+
+
+def _layout(cfg) -> Layout:
+    return Layout.of(cfg)
+
+
+def test_train_batch_below_mini_batch_is_refused_and_equal_passes():
+    mini = "actor_rollout_ref.actor.ppo_mini_batch_size"
+    base = config()
+    train = base.data.train_batch_size
+    ok = batch_problems(config(**{mini: train}), _layout(base), uses_reference(base))
+    assert not [p for p in ok if "smaller than ppo_mini_batch_size" in p.message]
+    refused = batch_problems(config(**{mini: train + 1}), _layout(base), uses_reference(base))
+    (problem,) = [p for p in refused if "smaller than ppo_mini_batch_size" in p.message]
+    assert problem.keys == ("data.train_batch_size", mini)
+    assert f"train_batch_size={train} is smaller than ppo_mini_batch_size={train + 1}" in problem.message
+    assert f"lower the mini batch to at most {train}" in problem.message
+
+
+def test_micro_batch_unset_without_dynamic_batch_size_is_refused():
+    key = "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"
+    cfg = config(**{key: None, "actor_rollout_ref.actor.use_dynamic_bsz": False})
+    (problem,) = [p for p in batch_problems(cfg, _layout(cfg), uses_reference(cfg)) if p.keys == (key,)]
+    assert "is not set and dynamic batch size is off" in problem.message
+    cfg = config(**{key: None, "actor_rollout_ref.actor.use_dynamic_bsz": True})
+    assert batch_problems(cfg, _layout(cfg), uses_reference(cfg)) == []
+
+
+def test_log_prob_micro_batch_unset_is_refused_per_side():
+    cfg = config(**{"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": None})
+    found = [p for p in batch_problems(cfg, _layout(cfg), uses_reference(cfg)) if "log_prob" in p.keys[0]]
+    assert [p.keys[0] for p in found] == ["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"]
+    assert "is not set and dynamic batch size is off" in found[0].message
+    cfg = config(
+        **{
+            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": None,
+            "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz": True,
+        }
+    )
+    assert not [p for p in batch_problems(cfg, _layout(cfg), uses_reference(cfg)) if "log_prob" in p.keys[0]]
+
+
+# --- values.py: every number is an integer of the right sign (or null where allowed) ------------------
+
+ARR, OTC, MEG = "actor_rollout_ref", "megatron.override_transformer_config", "actor_rollout_ref.actor.megatron"
+# (key, null allowed, smallest value), restated from verl's typed config dataclasses and megatron-core.
+INTEGER_KEYS = [
+    *[(f"parallel.{k}", False, 1) for k in ("tp", "pp", "cp", "ep", "gen_tp", "gen_dp", "gen_ep", "nnodes")],
+    ("parallel.devices_per_node", False, 1),
+    ("parallel.etp", True, 1),
+    ("parallel.vpp", True, 1),
+    *[
+        (f"{MEG}.{k}", False, 1)
+        for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
+    ],
+    (f"{MEG}.expert_model_parallel_size", False, 1),
+    (f"{MEG}.virtual_pipeline_model_parallel_size", True, 1),
+    (f"{MEG}.expert_tensor_parallel_size", True, 1),
+    ("trainer.nnodes", False, 1),
+    ("trainer.n_gpus_per_node", False, 1),
+    *[
+        (f"{ARR}.rollout.{k}", False, 1)
+        for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size")
+    ],
+    (f"{ARR}.rollout.expert_parallel_size", False, 1),
+    ("data.train_batch_size", False, 1),
+    ("data.max_prompt_length", False, 1),
+    ("data.max_response_length", False, 1),
+    (f"{ARR}.rollout.n", False, 1),
+    (f"{ARR}.actor.ppo_mini_batch_size", False, 1),
+    (f"{ARR}.actor.ppo_micro_batch_size_per_gpu", True, 1),
+    (f"{ARR}.actor.ppo_micro_batch_size", True, 1),
+    (f"{ARR}.actor.ppo_max_token_len_per_gpu", False, 1),
+    *[(f"{ARR}.{side}.log_prob_micro_batch_size_per_gpu", True, 1) for side in ("ref", "rollout")],
+    *[(f"{ARR}.{side}.log_prob_micro_batch_size", True, 1) for side in ("ref", "rollout")],
+    *[(f"{ARR}.{side}.log_prob_max_token_len_per_gpu", False, 1) for side in ("ref", "rollout")],
+    (f"{ARR}.rollout.max_model_len", True, 1),
+    (f"{ARR}.rollout.engine_kwargs.vllm.max_model_len", True, 1),
+    (f"{OTC}.recompute_num_layers", True, 1),
+    (f"{OTC}.num_layers_in_first_pipeline_stage", True, 1),
+    (f"{OTC}.num_layers_in_last_pipeline_stage", True, 1),
+    (f"{OTC}.mtp_num_layers", True, 0),
+    (f"{OTC}.microbatch_group_size_per_vp_stage", True, 1),
+    (f"{OTC}.moe_router_topk", False, 1),
+    (f"{OTC}.cpu_offloading_num_layers", False, 0),
+]
+
+
+def _value_errors(**changes) -> list:
+    from verl_qwen35.checks.values import value_problems
+
+    return value_problems(config(**changes))
+
+
+def _named(problem) -> str:
+    return " ".join(problem.keys)
+
+
+@pytest.mark.parametrize(("key", "nullable", "lowest"), INTEGER_KEYS, ids=[k for k, _, _ in INTEGER_KEYS])
+def test_each_integer_key_below_its_lowest_value_is_refused_and_the_lowest_passes(key, nullable, lowest):
+    leaf = key.rsplit(".", 1)[1]
+    (problem,) = _value_errors(**{key: lowest - 1})
+    assert leaf in _named(problem) or key.removeprefix("parallel.") in _named(problem), problem
+    assert f"={lowest - 1} must be >= {lowest}" in problem.message
+    assert problem.message.endswith(" (or null)") is nullable
+    assert _value_errors(**{key: lowest}) == []
+
+
+@pytest.mark.parametrize(("key", "nullable", "lowest"), INTEGER_KEYS, ids=[k for k, _, _ in INTEGER_KEYS])
+def test_each_integer_key_refuses_a_fraction_and_null_only_where_null_is_not_allowed(key, nullable, lowest):
+    (problem,) = _value_errors(**{key: lowest + 1.5})
+    assert f"={lowest + 1.5!r} is of type float; it must be a whole number" in problem.message
+    (whole,) = _value_errors(**{key: float(lowest + 1)})
+    assert f"(write {lowest + 1})" in whole.message
+    (flag,) = _value_errors(**{key: True})
+    assert "is of type bool" in flag.message
+    nulls = _value_errors(**{key: None})
+    assert (nulls == []) is nullable
+    if not nullable:
+        assert nulls[0].message == "is null; it needs an integer"
+
+
+def test_a_bad_shorthand_is_reported_once_under_its_own_name():
+    (problem,) = _value_errors(**{"parallel.tp": 0, f"{MEG}.tensor_model_parallel_size": 0})
+    assert problem.keys[0].startswith("parallel.tp")
+
+
+@pytest.mark.parametrize(
+    ("value", "refused"),
+    [(0.0, True), (1e-9, False), (0.6, False), (1.0, False), (1.0 + 1e-9, True), (-0.5, True), ("high", True)],
+)
+def test_gpu_memory_utilization_is_a_fraction_in_0_exclusive_1_inclusive(value, refused):
+    found = _value_errors(**{f"{ARR}.rollout.gpu_memory_utilization": value})
+    assert bool(found) is refused
+    if refused:
+        assert found[0].message == f"={value!r} must be a number in (0.0, 1.0]; the presets use 0.6-0.66"
