@@ -211,3 +211,115 @@ def test_gpu_memory_utilization_is_a_fraction_in_0_exclusive_1_inclusive(value, 
     assert bool(found) is refused
     if refused:
         assert found[0].message == f"={value!r} must be a number in (0.0, 1.0]; the presets use 0.6-0.66"
+
+
+# --- sequences.py: the vLLM length budget, packed sequences, dynamic batches ------------------------------
+
+ROLLOUT_LEN = f"{ARR}.rollout.max_model_len"
+ENGINE_LEN = f"{ARR}.rollout.engine_kwargs.vllm.max_model_len"
+
+
+def _lengths(**changes) -> list:
+    from verl_qwen35.checks.sequences import length_problems
+
+    return length_problems(config(**changes))
+
+
+@pytest.mark.parametrize("key", [ROLLOUT_LEN, ENGINE_LEN])
+def test_prompt_plus_response_must_fit_max_model_len_exactly_fitting_passes(key):
+    other = ENGINE_LEN if key == ROLLOUT_LEN else ROLLOUT_LEN
+    base = {"data.max_prompt_length": 1000, "data.max_response_length": 3000, other: None}
+    assert _lengths(**base, **{key: 4000}) == []
+    (problem,) = _lengths(**base, **{key: 3999})
+    assert problem.keys == (key, "data.max_prompt_length", "data.max_response_length")
+    assert "max_prompt_length+max_response_length=1000+3000=4000 exceeds max_model_len=3999" in problem.message
+    assert f"raise {key} to at least 4000" in problem.message
+
+
+def test_without_any_max_model_len_there_is_no_length_budget():
+    assert _lengths(**{ROLLOUT_LEN: None, ENGINE_LEN: None, "data.max_response_length": 10**6}) == []
+
+
+def test_two_different_max_model_len_values_warn_and_the_engine_one_counts():
+    (warned, refused) = _lengths(
+        **{ROLLOUT_LEN: 100_000, ENGINE_LEN: 3000, "data.max_prompt_length": 1000, "data.max_response_length": 3000}
+    )
+    assert warned.level == "warning" and "the engine kwargs one (3000) reaches vLLM" in warned.message
+    assert refused.level == "error" and refused.keys[0] == ENGINE_LEN
+    assert _lengths(**{ROLLOUT_LEN: 4000, ENGINE_LEN: 4000}) == []
+
+
+def test_max_model_len_beyond_the_checkpoints_positions_is_refused_and_equal_passes():
+    ceiling = _resolved("35b_gpu").model.max_position_embeddings
+    assert _lengths(**{ROLLOUT_LEN: None, ENGINE_LEN: ceiling}) == []
+    (problem,) = _lengths(**{ROLLOUT_LEN: None, ENGINE_LEN: ceiling + 1})
+    assert problem.keys == (ENGINE_LEN,)
+    assert f"={ceiling + 1} exceeds Qwen3.5-35B-A3B's max_position_embeddings={ceiling}" in problem.message
+
+
+@pytest.mark.parametrize(("mcore", "refused"), [((0, 16), True), ((0, 17), True), ((0, 18), False), ((1, 0), False)])
+def test_packed_sequences_need_megatron_core_0_18(mcore, refused):
+    from verl_qwen35.checks.sequences import packing_problems
+
+    found = packing_problems(config(**{"megatron.use_remove_padding": True}), mcore)
+    assert bool(found) is refused
+    if refused:
+        assert found[0].keys[0] == "megatron.use_remove_padding"
+        assert f"before megatron-core 0.18 (installed: {mcore[0]}.{mcore[1]})" in found[0].message
+    assert packing_problems(config(**{"megatron.use_remove_padding": False}), mcore) == []
+
+
+def test_packing_refusal_without_megatron_core_says_which_version_it_assumed():
+    from verl_qwen35.checks.sequences import packing_problems
+
+    (problem,) = packing_problems(config(**{f"{ARR}.model.use_remove_padding": True}), None)
+    assert problem.keys == (f"{ARR}.model.use_remove_padding",)
+    assert "0.16 assumed (not installed here; the Ascend image's)" in problem.message
+
+
+@pytest.mark.parametrize(
+    "key",
+    [f"{ARR}.actor.use_dynamic_bsz", f"{ARR}.rollout.log_prob_use_dynamic_bsz", f"{ARR}.ref.log_prob_use_dynamic_bsz"],
+)
+def test_dynamic_batch_size_needs_packed_sequences(key):
+    from verl_qwen35.checks.sequences import packing_problems
+
+    (problem,) = packing_problems(config(**{key: True, "megatron.use_remove_padding": False}), (0, 18))
+    assert problem.keys == (key, "megatron.use_remove_padding")
+    assert "dynamic batch size needs packed sequences" in problem.message and f"set {key}=false" in problem.message
+    assert packing_problems(config(**{key: True, "megatron.use_remove_padding": True}), (0, 18)) == []
+
+
+# --- rollout.py: settings ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("estimator", "n", "refused"), [("grpo", 1, True), ("grpo", 2, False), ("gae", 1, False)])
+def test_grpo_needs_two_samples_a_prompt(estimator, n, refused):
+    from verl_qwen35.checks.rollout import rollout_setting_problems
+
+    found = rollout_setting_problems(config(**{"algorithm.adv_estimator": estimator, f"{ARR}.rollout.n": n}))
+    assert bool(found) is refused
+    if refused:
+        assert found[0].keys == (f"{ARR}.rollout.n",)
+        assert "=1: GRPO normalises rewards within each prompt's group" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("preset", "path", "refused_with"),
+    [
+        ("35b_gpu", "Qwen/Qwen3.5-35B-A3B", None),
+        ("35b_gpu", "/models/qwen3.5-35b-a3b-instruct", None),
+        ("35b_gpu", "/models/my-finetune", None),
+        ("35b_gpu", "Qwen/Qwen3.5-122B-A10B", "model=122b"),
+        ("122b_npu", "/data/Qwen3.5-35B-A3B", "model=35b"),
+        ("35b_gpu", "Qwen/Qwen3.5-397B-A17B", "model=397b"),
+    ],
+)
+def test_weights_of_another_size_than_the_model_preset_are_refused(preset, path, refused_with):
+    from verl_qwen35.checks.rollout import weights_problems
+
+    found = weights_problems(config(preset, **{f"{ARR}.model.path": path}))
+    assert bool(found) is bool(refused_with)
+    if refused_with:
+        assert found[0].keys == (f"{ARR}.model.path", "model")
+        assert f"use {refused_with}" in found[0].message and f"={path} names Qwen3.5-" in found[0].message
