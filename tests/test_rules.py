@@ -323,3 +323,34 @@ def test_weights_of_another_size_than_the_model_preset_are_refused(preset, path,
     if refused_with:
         assert found[0].keys == (f"{ARR}.model.path", "model")
         assert f"use {refused_with}" in found[0].message and f"={path} names Qwen3.5-" in found[0].message
+
+
+# --- rollout.py: layout of the rollout engines ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("engine", "refused"), [("vllm", True), ("sglang", True), ("hf", False)])
+def test_rollout_pipeline_parallelism_is_refused_for_vllm_and_sglang(engine, refused):
+    from verl_qwen35.checks.rollout import rollout_problems
+
+    arch = _resolved("35b_gpu").model
+    two_stages = Layout(1, 8, 2, 1, 1, 8, 1, None, gen_tp=4, gen_dp=1, gen_pp=2, gen_ep=1)
+    found = rollout_problems(two_stages, arch, engine)
+    assert bool(found) is refused, [str(p) for p in found]
+    if refused:
+        assert found[0].keys == ("actor_rollout_ref.rollout.pipeline_model_parallel_size",)
+        assert f"{engine} rollout has no pipeline parallelism in verl" in found[0].message
+        assert "(now 2)" in found[0].message
+    one_stage = Layout(1, 8, 2, 1, 1, 8, 1, None, gen_tp=4, gen_dp=2, gen_pp=1, gen_ep=1)
+    assert rollout_problems(one_stage, arch, engine) == []
+
+
+@pytest.mark.parametrize(("gen_ep", "refused"), [(1, False), (8, False), (4, True), (16, True)])
+def test_rollout_expert_parallel_is_1_or_tp_times_dp(gen_ep, refused):
+    from verl_qwen35.checks.rollout import rollout_problems
+
+    layout = Layout(1, 8, 2, 1, 1, 8, 1, None, gen_tp=4, gen_dp=2, gen_pp=1, gen_ep=gen_ep)
+    found = rollout_problems(layout, _resolved("35b_gpu").model, "vllm")
+    assert bool(found) is refused
+    if refused:
+        assert found[0].keys[0] == "parallel.gen_ep (actor_rollout_ref.rollout.expert_parallel_size)"
+        assert f"rollout expert_parallel_size={gen_ep} must equal rollout tp*dp=8 (or be 1)" in found[0].message
