@@ -51,7 +51,7 @@ def test_a_sweep_with_one_refused_job_exits_2_and_tabulates_every_job(multirun, 
         ("0", "2", "True", "ok"),
         ("1", "3", "False", "refused"),
     ]
-    assert list(rows[0]) == ["job", "parallel.tp", "valid", "status", "reason"], "only the swept key is a column"
+    assert list(rows[0]) == ["job", "parallel.tp", "valid", "memory_gib", "status", "reason"], "swept keys only"
     assert rows[0]["reason"] == ""
     assert rows[1]["reason"].startswith("parallel.tp: world 1x8=8 is not divisible by tp*pp*cp=3*1*1=3")
     verdicts = [json.loads((tmp_path / "sweep" / str(n) / VERDICT).read_text()) for n in (0, 1)]
@@ -64,7 +64,7 @@ def test_a_sweep_with_one_refused_job_exits_2_and_tabulates_every_job(multirun, 
 def test_an_all_valid_sweep_exits_0(multirun, capsys):
     code, out, rows = multirun("model=35b", "device=gpu,npu", capsys=capsys)
     assert code == 0
-    assert "sweep: 2 job(s), 2 valid" in out and "refused" not in out.split("sweep:")[1].splitlines()[0]
+    assert "sweep: 2 job(s), 2 valid, 0 refused\n" in out
     assert [r["device"] for r in rows] == ["gpu", "npu"]
 
 
@@ -92,9 +92,16 @@ def test_summary_keeps_this_sweeps_jobs_adds_planned_ones_and_skips_unreadable_v
     planned = [["model=35b", "parallel.tp=2"], ["model=35b", "parallel.tp=3"], ["model=35b", "parallel.tp=4"]]
     rows = summarize(tmp_path, "this", planned)
     assert rows == [
-        {"job": 0, "parallel.tp": "2", "valid": True, "status": "ok", "reason": ""},
-        {"job": 1, "parallel.tp": "3", "valid": False, "status": "refused", "reason": "parallel.tp: bad tp"},
-        {"job": 2, "parallel.tp": "4", "valid": False, "status": "not run", "reason": ""},
+        {"job": 0, "parallel.tp": "2", "valid": True, "memory_gib": "", "status": "ok", "reason": ""},
+        {
+            "job": 1,
+            "parallel.tp": "3",
+            "valid": False,
+            "memory_gib": "",
+            "status": "refused",
+            "reason": "parallel.tp: bad tp",
+        },
+        {"job": 2, "parallel.tp": "4", "valid": False, "memory_gib": "", "status": "not run", "reason": ""},
     ]
     assert {r["job"] for r in summarize(tmp_path)} == {0, 1, 5}, "without a sweep id every readable verdict counts"
 
@@ -102,7 +109,7 @@ def test_summary_keeps_this_sweeps_jobs_adds_planned_ones_and_skips_unreadable_v
 def test_when_nothing_varies_every_override_is_a_column(tmp_path):
     _verdict(tmp_path, 0, ["model=35b", "device=gpu"])
     (row,) = summarize(tmp_path, "this")
-    assert list(row) == ["job", "device", "model", "valid", "status", "reason"]
+    assert list(row) == ["job", "device", "model", "valid", "memory_gib", "status", "reason"]
 
 
 def test_first_reason_is_the_short_key_and_message_of_the_first_error():
@@ -136,7 +143,7 @@ def test_write_summary_counts_each_status_and_the_callback_exits_2_unless_all_ok
         (tmp_path / job / VERDICT).unlink()
     sweep._ACTIVE = ActiveSweep(tmp_path, "this")
     SweepSummary().on_multirun_end(OmegaConf.create(config))  # all ok: returns, no exit
-    assert "sweep: 1 job(s), 1 valid" in capsys.readouterr().out
+    assert "sweep: 1 job(s), 1 valid, 0 refused\n" in capsys.readouterr().out
 
 
 def test_ctrl_c_marks_this_sweeps_running_jobs_interrupted_and_writes_the_summary(tmp_path, capsys, monkeypatch):
