@@ -4,16 +4,19 @@ import sys
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from verl_qwen35.checks import Problem, preflight
 from verl_qwen35.environment import from_shell, job_environment
+from verl_qwen35.errors import answered, resolve_naming_key
+from verl_qwen35.launch_record import LAUNCH_FILE, absolute_checkpoint_dir, write_launch_file
 from verl_qwen35.plan import plan_lines
-from verl_qwen35.sweep import in_multirun, job_tag, write_verdict
+from verl_qwen35.secret_scan import redact
+from verl_qwen35.sweep import guarded_job, in_multirun, job_tag, write_verdict
 from verl_qwen35.versions import installed_verl_schema
 
 MODES = {False: "launch", True: "dry", "full": "full"}
-LAUNCH_FILE = "launch.yaml"
+__all__ = ["LAUNCH_FILE", "launch_now", "run"]
 
 
 class LaunchRefused(SystemExit):
@@ -28,10 +31,11 @@ def _choices() -> tuple[dict[str, str], str | None]:
 
 
 def mode_of(cfg: DictConfig) -> str:
-    if cfg.dry_run not in MODES:
-        print(f"ERROR   [dry_run] ={cfg.dry_run!r}: use dry_run=false (launch), true or full", file=sys.stderr)
-        raise LaunchRefused(2)
-    return MODES[cfg.dry_run]
+    value = cfg.get("dry_run")
+    if isinstance(value, bool | str) and value in MODES:
+        return MODES[value]
+    print(f"ERROR   [dry_run] dry_run={value!r}: use dry_run=false (launch), true or full", file=sys.stderr)
+    raise LaunchRefused(2)
 
 
 def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Problem]:
@@ -69,22 +73,43 @@ def separate_sweep_job(cfg: DictConfig, output_dir: str) -> None:
     cfg.trainer.default_local_dir = str(Path(output_dir) / "checkpoints")
 
 
+def plan_or_why_not(cfg: DictConfig, choices: dict[str, str], output_dir: str | None, refused: bool) -> list[str]:
+    """The plan; after errors, values it would compute with may be of the wrong type, so it may not exist."""
+    if not refused:
+        return plan_lines(cfg, choices, output_dir)
+    try:
+        return plan_lines(cfg, choices, output_dir)
+    except (TypeError, ValueError, ZeroDivisionError, AttributeError, KeyError) as err:
+        return [f"plan       not computed: the errors above leave it undefined ({type(err).__name__})"]
+
+
 def run(cfg: DictConfig) -> None:
-    mode = mode_of(cfg)
     choices, output_dir = _choices()
-    OmegaConf.resolve(cfg)
+    if in_multirun() and output_dir:  # nothing a job raises may end the sweep or lose its summary
+        mode = MODES.get(cfg.get("dry_run"), "?") if isinstance(cfg.get("dry_run"), bool | str) else "?"
+        guarded_job(lambda: run_job(cfg, choices, output_dir), output_dir, mode)
+    else:
+        with answered():  # inside the job, so that Hydra adds no "Error executing job" line of its own
+            run_job(cfg, choices, output_dir)
+
+
+def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> None:
+    mode = mode_of(cfg)
+    resolve_naming_key(cfg)
     if in_multirun() and output_dir:
         separate_sweep_job(cfg, output_dir)
+    absolute_checkpoint_dir(cfg)
     found = problems(cfg, choices, mode)
     errors = [p for p in found if p.level == "error"]
     if output_dir:
         write_verdict(output_dir, mode, found)
     for problem in found:
-        print(problem, file=sys.stderr)
+        print(redact(str(problem)), file=sys.stderr)
     if mode != "launch":
-        print("\n".join(plan_lines(cfg, choices, output_dir)))
-        for name, value in from_shell(cfg).items():
-            print(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})")
+        print(redact("\n".join(plan_or_why_not(cfg, choices, output_dir, bool(errors)))))
+        if not errors:
+            for name, value in from_shell(cfg).items():
+                print(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
     if errors:
         print(f"verdict    REFUSED: {len(errors)} error(s), nothing launched", file=sys.stderr)
         if in_multirun():
@@ -94,13 +119,13 @@ def run(cfg: DictConfig) -> None:
         print(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
         return
     if output_dir:
-        (Path(output_dir) / LAUNCH_FILE).write_text(OmegaConf.to_yaml(cfg))
+        write_launch_file(cfg, output_dir, choices.get("verl_schema"))
         print(f"relaunch   python -m verl_qwen35.relaunch {output_dir}", file=sys.stderr)
     launch_now(cfg)
 
 
-def launch_now(cfg: DictConfig) -> None:
+def launch_now(cfg: DictConfig, use_shell_env: bool = True) -> None:
     from verl_qwen35.launch import launch
 
-    with job_environment(cfg):
+    with job_environment(cfg, use_shell_env):
         launch(cfg)
