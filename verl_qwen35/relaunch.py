@@ -10,6 +10,8 @@ import os
 import sys
 from pathlib import Path
 
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+
 from verl_qwen35.app import launch_now
 from verl_qwen35.checks import preflight
 from verl_qwen35.environment import effective_env
@@ -27,8 +29,14 @@ def _launch_file(target: Path) -> Path:
 
 
 def relaunch(target: Path) -> int:
-    cfg, meta = read_launch_file(_launch_file(target))
-    errors = [p for p in preflight(cfg) if p.level == "error"]
+    path = _launch_file(target)
+    cfg, meta = read_launch_file(path)
+    try:
+        errors = [p for p in preflight(cfg) if p.level == "error"]
+    except (ConfigAttributeError, ConfigKeyError) as err:  # a hand-edited or cut-off record
+        raise UserError(
+            f"{path}: the recorded config lacks {err.full_key}; launch again to write a whole one"
+        ) from None
     for problem in errors:
         print(problem, file=sys.stderr)
     if errors:
