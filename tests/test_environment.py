@@ -2,9 +2,9 @@
 
 import os
 
-from verl_qwen35.compose import compose
 import pytest
 
+from verl_qwen35.compose import compose
 from verl_qwen35.environment import apply_env, effective_env, from_shell, looks_secret
 from verl_qwen35.errors import UserError
 

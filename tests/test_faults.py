@@ -30,9 +30,7 @@ def _user_conf(tmp: Path) -> None:
     (tmp / "my" / "parallel" / "short.yaml").write_text("tp: 2\npp: 1\n")
     (tmp / "my" / "parallel" / "binary.yaml").write_bytes(b"\x00\x01\x02tp: 1\n")
     (tmp / "my" / "parallel" / "alist.yaml").write_text("- tp\n- pp\n")
-    (tmp / "my" / "parallel" / "withsecret.yaml").write_text(
-        good + "# a user's mistake:\n"
-    )  # the parallel package cannot hold env; the global model file below does
+    shutil.copytree(tmp / "my", tmp / "mé dir")  # a --config-dir path with a space and non-ASCII
     shutil.copy(conf_dir() / "model" / "35b.yaml", tmp / "my" / "model" / "mine.yaml")
     leaky = (conf_dir() / "model" / "35b.yaml").read_text() + "env:\n  set:\n    WANDB_API_KEY: abc123\n"
     (tmp / "my" / "model" / "leaky.yaml").write_text(leaky)
@@ -125,6 +123,8 @@ CASES = [
     ("key-file-passes", ["+env.set.SSH_KEY_FILE=/x", "+env.set.CREDENTIALS_DIR=/y"], 0, []),
     # fine inputs around the faults
     ("quoted-space-non-ascii", ['data.train_files="/data/my dir/dätä.parquet"'], 0, []),
+    ("conf-dir-space-non-ascii", ["--config-dir", "{tmp}/mé dir", "parallel=ok"], 0, []),
+    ("run-dir-space-non-ascii", ['hydra.run.dir="{tmp}/rün dir"'], 0, []),
 ]
 
 
