@@ -1,5 +1,6 @@
 """Run the entrypoint in-process as a user would, and tell what they would see (for the fault tests)."""
 
+import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,4 +48,8 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFi
         captured = capfd.readouterr()
         return Outcome(code, captured.out, captured.err)
 
-    return run
+    # Hydra points logging handlers at this test's captured streams; later tests must not log into them.
+    saved = {name: logging.getLogger(name).handlers[:] for name in (None, "hydra")}
+    yield run
+    for name, handlers in saved.items():
+        logging.getLogger(name).handlers[:] = handlers

@@ -8,7 +8,7 @@ from omegaconf import DictConfig
 
 from verl_qwen35.checks import Problem, preflight
 from verl_qwen35.environment import from_shell, job_environment
-from verl_qwen35.errors import answered, resolve_naming_key
+from verl_qwen35.errors import UserError, answered, resolve_naming_key
 from verl_qwen35.launch_record import LAUNCH_FILE, absolute_checkpoint_dir, write_launch_file
 from verl_qwen35.plan import plan_lines
 from verl_qwen35.secret_scan import redact
@@ -34,8 +34,7 @@ def mode_of(cfg: DictConfig) -> str:
     value = cfg.get("dry_run")
     if isinstance(value, bool | str) and value in MODES:
         return MODES[value]
-    print(f"ERROR   [dry_run] dry_run={value!r}: use dry_run=false (launch), true or full", file=sys.stderr)
-    raise LaunchRefused(2)
+    raise UserError(f"dry_run={value!r}: use dry_run=false (launch), true or full")
 
 
 def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Problem]:

@@ -38,7 +38,7 @@ class UserError(Exception):
 
 def did_you_mean(cause: ConfigAttributeError | ConfigKeyError, value: object = None) -> str:
     """`Key 'x' is not in struct` as: no such key, the closest existing ones, and the `parallel.*` shorthand."""
-    from verl_qwen35.checks.parity import ACTOR, PARALLEL_KEYS, REF
+    from verl_qwen35.checks.parity import ACTOR, LAYOUT_FEEDS, PARALLEL_KEYS, REF
 
     parent = cause.parent_node
     key = str(cause.key)
@@ -50,10 +50,12 @@ def did_you_mean(cause: ConfigAttributeError | ConfigKeyError, value: object = N
     message = f"{full_key}: no such key {where}"
     if close:
         message += f"; did you mean {', '.join(f'`{prefix}{c}`' for c in close)}?"
+        # The verl keys a `parallel.*` key feeds (checks/parity.py): the layout is set there, once.
         shorthand = PARALLEL_KEYS.get(close[0]) if prefix.rstrip(".") in (ACTOR, REF) else None
+        shorthand = shorthand or LAYOUT_FEEDS.get(f"{prefix}{close[0]}")
         if shorthand:
             message += f" Set the layout with its shorthand {shorthand}" + (f"={value}" if value is not None else "")
-            message += " (actor, ref and rollout follow it)."
+            message += " (the verl keys follow it)."
     else:
         message += f" (keys there: {', '.join(sorted(siblings)[:12])}{', ...' if len(siblings) > 12 else ''})"
     return message + f" To add a new key on purpose, write +{full_key}=..."

@@ -27,7 +27,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Problem
-from verl_qwen35.errors import explain
+from verl_qwen35.errors import UserError, explain
 
 VERDICT = "verdict.json"
 ERROR_LOG = "error.log"
@@ -80,28 +80,29 @@ def write_verdict(output_dir: str, mode: str, found: list[Problem], status: str 
 def guarded_job(job: Callable[[], None], output_dir: str, mode: str) -> None:
     """Run one sweep job so that nothing it raises ends the sweep: the failure is its verdict.
 
-    A user mistake is recorded with its one-line answer; anything else with its type and
-    message, and its traceback goes to the job's error.log (a crash is a bug worth reading).
+    A job the preflight refuses returns normally (status `refused`); one that raises is `failed`:
+    a user mistake with its one-line answer, anything else with its type and message, its
+    traceback in the job's error.log (a crash is a bug worth reading).
     """
     write_verdict(output_dir, mode, [], status="running")
     try:
         job()
-    except SystemExit as stop:  # a refusal (exit 2) that already printed and recorded its reasons
-        if stop.code not in (0, None) and _status(output_dir) == "running":
-            write_verdict(output_dir, mode, [Problem("error", ("job",), "refused")], status="refused")
+    except UserError as err:
+        _record_stop(output_dir, mode, "failed", str(err))
+    except SystemExit as stop:  # something in the job (verl, Ray) called sys.exit
+        if stop.code not in (0, None):
+            _record_stop(output_dir, mode, "failed", f"exited with code {stop.code}")
     except Exception as err:
         reason = explain(err)
         if reason is None:
-            reason = f"{type(err).__name__}: {err}"
             (Path(output_dir) / ERROR_LOG).write_text(traceback.format_exc())
-            reason += f" (traceback in {Path(output_dir) / ERROR_LOG})"
-        print(f"job {HydraConfig.get().job.num} failed: {reason}", file=sys.stderr)
-        write_verdict(output_dir, mode, [Problem("error", ("job",), reason)], status="failed")
+            reason = f"{type(err).__name__}: {err} (traceback in {Path(output_dir) / ERROR_LOG})"
+        _record_stop(output_dir, mode, "failed", reason)
 
 
-def _status(output_dir: str) -> str | None:
-    path = Path(output_dir) / VERDICT
-    return json.loads(path.read_text()).get("status") if path.is_file() else None
+def _record_stop(output_dir: str, mode: str, status: str, reason: str) -> None:
+    print(f"job {HydraConfig.get().job.num} {status}: {reason}", file=sys.stderr)
+    write_verdict(output_dir, mode, [Problem("error", (), reason)], status=status)
 
 
 def _overrides(item: str) -> tuple[str, str]:
@@ -114,6 +115,8 @@ def first_reason(record: dict[str, Any]) -> str:
     if not record["errors"]:
         return ""
     first = record["errors"][0]
+    if not first["keys"]:  # the message names its key itself
+        return first["message"]
     return f"{first['keys'][0].split(' ')[0]}: {first['message']}"
 
 
