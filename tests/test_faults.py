@@ -50,6 +50,12 @@ CASES = [
     ("env-null", ["env=null"], 2, ["env"]),
     ("env-unset-text", ["env.unset=abc"], 2, ["env.unset"]),
     ("env-value-list", ["+env.set.MY_LIST=[1,2]"], 2, ["env.set.MY_LIST"]),
+    ("trainer-null", ["trainer=null"], 2, ["trainer"]),
+    ("verl-group-null", ["data=null"], 2, ["data=null"]),
+    ("otc-null", ["megatron.override_transformer_config=null"], 2, ["megatron.override_transformer_config"]),
+    ("rollout-number", ["actor_rollout_ref.rollout=5"], 2, ["actor_rollout_ref.rollout"]),
+    ("unwritable-run-dir", ["hydra.run.dir=/proc/verl_qwen35_nope"], 2, ["/proc/verl_qwen35_nope"]),
+    ("config-name-missing", ["--config-name", "nope"], 2, ["nope"]),
     ("dry-run-yes", ["dry_run=yes"], 2, ["dry_run"]),
     ("dry-run-list", ["dry_run=[1]"], 2, ["dry_run"]),
     # overrides Hydra cannot parse

@@ -15,6 +15,7 @@ from omegaconf import DictConfig
 
 from verl_qwen35 import sweep
 from verl_qwen35.app import run
+from verl_qwen35.checks.structure import TOP_LEVEL
 from verl_qwen35.choices import check_choices, implicit_overrides
 from verl_qwen35.cmdline import CommandLine, parse_command_line
 from verl_qwen35.errors import UserError, answered
@@ -39,6 +40,16 @@ def _check_home(line: CommandLine) -> None:
         )
 
 
+def _check_sections_kept(line: CommandLine) -> None:
+    """`data=null` would drop a whole section (and Hydra, for verl's groups, fails on it with a ValueError)."""
+    for override in line.overrides:
+        if override.key_or_group in TOP_LEVEL and not override.is_delete() and override.value() is None:
+            raise UserError(
+                f"{override.input_line}: removes the whole {override.key_or_group} section that the checks and verl "
+                f"read; set keys inside it instead ({override.key_or_group}.KEY=VALUE)"
+            )
+
+
 def prepare(argv: list[str], announce: bool = True) -> CommandLine:
     """The command line, parsed once and checked before Hydra writes anything."""
     line = parse_command_line(argv)
@@ -47,6 +58,7 @@ def prepare(argv: list[str], announce: bool = True) -> CommandLine:
     check_overrides(line.overrides)
     check_config_dirs(line.overrides, line.config_dirs)
     _check_home(line)
+    _check_sections_kept(line)
     return line
 
 

@@ -7,6 +7,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from verl_qwen35.checks import Problem, preflight
+from verl_qwen35.checks.structure import structure_problems
 from verl_qwen35.environment import from_shell, job_environment
 from verl_qwen35.errors import UserError, answered, resolve_naming_key
 from verl_qwen35.launch_record import LAUNCH_FILE, absolute_checkpoint_dir, write_launch_file
@@ -95,6 +96,8 @@ def run(cfg: DictConfig) -> None:
 def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> None:
     mode = mode_of(cfg)
     resolve_naming_key(cfg)
+    if found := structure_problems(cfg):  # nothing below can read inside a section that is not there
+        return refuse(found, output_dir, mode)
     if in_multirun() and output_dir:
         separate_sweep_job(cfg, output_dir)
     absolute_checkpoint_dir(cfg)
@@ -121,6 +124,16 @@ def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) ->
         write_launch_file(cfg, output_dir, choices.get("verl_schema"))
         print(f"relaunch   python -m verl_qwen35.relaunch {output_dir}", file=sys.stderr)
     launch_now(cfg)
+
+
+def refuse(found: list[Problem], output_dir: str | None, mode: str) -> None:
+    if output_dir:
+        write_verdict(output_dir, mode, found)
+    for problem in found:
+        print(redact(str(problem)), file=sys.stderr)
+    print(f"verdict    REFUSED: {len(found)} error(s), nothing launched", file=sys.stderr)
+    if not in_multirun():
+        raise LaunchRefused(2)
 
 
 def launch_now(cfg: DictConfig, use_shell_env: bool = True) -> None:

@@ -141,6 +141,8 @@ def explain(err: BaseException) -> str | None:
         return _omegaconf_message(err)
     if isinstance(err, HydraException):
         return " ".join(str(err).split())
+    if isinstance(err, OSError) and err.filename:  # an output or config path this machine refuses
+        return f"{err.filename}: {err.strerror or err}; choose another path (e.g. hydra.run.dir=...)"
     return None
 
 

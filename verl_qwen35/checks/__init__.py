@@ -14,6 +14,7 @@ from verl_qwen35.checks.parity import layout_source_errors, parity_errors
 from verl_qwen35.checks.problem import Level, Problem, error
 from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problems
 from verl_qwen35.checks.sequences import length_problems, megatron_core_version, packing_problems
+from verl_qwen35.checks.structure import structure_problems
 from verl_qwen35.environment import env_problems
 from verl_qwen35.secret_scan import ADVICE, config_findings
 
@@ -26,6 +27,8 @@ def device_of(cfg: DictConfig) -> str:
 
 def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem]:
     """All problems of a resolved config; `machine_missing` is the level of a missing local file."""
+    if broken := structure_problems(cfg):
+        return broken  # nothing else can read inside a section that is not there
     device = device_of(cfg)
     found = parity_errors(cfg) + layout_source_errors(cfg)
     found += [error(key, message) for key, message in env_problems(cfg)]
