@@ -14,6 +14,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from verl_qwen35.app import launch_now
 from verl_qwen35.checks import preflight
+from verl_qwen35.checks.structure import structure_problems
 from verl_qwen35.environment import effective_env
 from verl_qwen35.errors import UserError, answered
 from verl_qwen35.launch_record import LAUNCH_FILE, read_launch_file, shared_storage_warning
@@ -31,9 +32,12 @@ def _launch_file(target: Path) -> Path:
 def relaunch(target: Path) -> int:
     path = _launch_file(target)
     cfg, meta = read_launch_file(path)
+    if broken := structure_problems(cfg):  # a hand-edited or cut-off record
+        lacking = ", ".join(p.keys[0] for p in broken)
+        raise UserError(f"{path}: the recorded config lacks {lacking}; launch again to write a whole one")
     try:
         errors = [p for p in preflight(cfg) if p.level == "error"]
-    except (ConfigAttributeError, ConfigKeyError) as err:  # a hand-edited or cut-off record
+    except (ConfigAttributeError, ConfigKeyError) as err:
         raise UserError(
             f"{path}: the recorded config lacks {err.full_key}; launch again to write a whole one"
         ) from None
