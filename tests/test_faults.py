@@ -206,3 +206,9 @@ def test_info_bare_and_with_overrides_works_as_hydras(tmp_path, argv):
     run = _subprocess(tmp_path, *argv)
     assert run.returncode == 0, run.stderr
     assert "Defaults List" in run.stdout and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize(("flag", "says"), [("--hydra-help", "Hydra"), ("--version", "Hydra 1.")])
+def test_hydras_own_help_and_version_still_work(tmp_path, flag, says):
+    run = _subprocess(tmp_path, flag)
+    assert run.returncode == 0 and says in run.stdout, run.stderr

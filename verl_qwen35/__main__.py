@@ -53,6 +53,8 @@ def _check_sections_kept(line: CommandLine) -> None:
 def prepare(argv: list[str], announce: bool = True) -> CommandLine:
     """The command line, parsed once and checked before Hydra writes anything."""
     line = parse_command_line(argv)
+    if line.args.hydra_help or line.args.shell_completion:  # Hydra's own config, not ours
+        return line
     line.overrides = implicit_overrides(line.overrides, announce=announce)
     check_choices(line.overrides, line.config_dirs)
     check_overrides(line.overrides)
