@@ -73,6 +73,8 @@ def test_a_secret_named_in_env_is_refused_before_composing():
         "BASIC_AUTH",
         "wandbApiKey",
         "HFTOKEN",
+        "Authorization",
+        "SENTRY_DSN",
     ],
 )
 def test_secret_spellings_in_any_case(name):

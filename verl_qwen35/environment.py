@@ -37,6 +37,9 @@ SECRET_WORDS = frozenset(
         "AUTHTOKEN",
         "PRIVATEKEY",
         "COOKIE",
+        "AUTHORIZATION",
+        "BEARER",
+        "DSN",
     ]
 )
 SECRET_SUFFIXES = ("APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS")

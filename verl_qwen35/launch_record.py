@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from verl_qwen35 import __version__
 from verl_qwen35.environment import effective_env, shell_secrets
 from verl_qwen35.errors import UserError
+from verl_qwen35.secret_scan import redact
 from verl_qwen35.versions import installed_verl_schema, installed_verl_version
 from verl_qwen35.yaml_files import load_mapping
 
@@ -73,12 +74,8 @@ def write_launch_file(cfg: DictConfig, run_dir: str | Path, schema: str | None =
     absolute_checkpoint_dir(cfg)
     path = Path(run_dir) / LAUNCH_FILE
     data = record(cfg, schema or installed_verl_schema())
-    path.write_text(
-        "# Relaunch exactly this run: python -m verl_qwen35.relaunch "
-        + str(Path(run_dir).absolute())
-        + "\n"
-        + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-    )
+    header = f"# Relaunch exactly this run: python -m verl_qwen35.relaunch {Path(run_dir).absolute()}\n"
+    path.write_text(redact(header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)))
     if warning := shared_storage_warning(cfg):
         print(warning, file=sys.stderr)
     return path

@@ -9,6 +9,7 @@ summary.json into the sweep directory.
 """
 
 import csv
+import io
 import json
 import re
 import secrets
@@ -28,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.errors import UserError, explain
+from verl_qwen35.secret_scan import redact
 
 VERDICT = "verdict.json"
 ERROR_LOG = "error.log"
@@ -74,7 +76,7 @@ def write_verdict(output_dir: str, mode: str, found: list[Problem], status: str 
         "errors": errors,
         "warnings": listed("warning"),
     }
-    (Path(output_dir) / VERDICT).write_text(json.dumps(record, indent=2))
+    (Path(output_dir) / VERDICT).write_text(redact(json.dumps(record, indent=2)))
 
 
 def guarded_job(job: Callable[[], None], output_dir: str, mode: str) -> None:
@@ -171,15 +173,16 @@ def write_summary(sweep: ActiveSweep) -> list[dict[str, Any]]:
     if not rows:
         return rows
     sweep.sweep_dir.mkdir(parents=True, exist_ok=True)
-    (sweep.sweep_dir / "summary.json").write_text(json.dumps(rows, indent=2))
-    with (sweep.sweep_dir / "summary.csv").open("w", newline="") as out:
-        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    (sweep.sweep_dir / "summary.json").write_text(redact(json.dumps(rows, indent=2)))
+    table_csv = io.StringIO()
+    writer = csv.DictWriter(table_csv, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    (sweep.sweep_dir / "summary.csv").write_text(redact(table_csv.getvalue()), newline="")
     counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "refused", "failed", "interrupted", "not run")}
     told = ", ".join(f"{n} {s}" for s, n in counts.items() if n and s != "ok")
     print(f"\nsweep: {len(rows)} job(s), {counts['ok']} valid" + (f", {told}" if told else ""))
-    print(table(rows))
+    print(redact(table(rows)))
     print(f"saved: {sweep.sweep_dir / 'summary.csv'} and summary.json")
     return rows
 
