@@ -91,7 +91,7 @@ CASES = [
         2,
         ["data.train_files", "VERL_QWEN35_NOT_SET"],
     ),
-    ("cfg-resolve-missing", ["--cfg", "job", "--resolve", "parallel.tp=${nope}"], 2, ["nope"]),
+    ("cfg-resolve-missing", ["--cfg", "job", "--resolve", "parallel.tp=${nope}"], 2, ["parallel.tp", "nope"]),
     # layouts that cannot run
     ("tp-not-dividing", ["parallel.tp=3"], 2, ["parallel.tp"]),
     ("trainer-key-past-parallel", ["trainer.nnodes=2"], 2, ["parallel.nnodes"]),

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 
 import hydra
 from omegaconf import DictConfig
+from omegaconf.errors import InterpolationResolutionError
 
 from verl_qwen35 import sweep
 from verl_qwen35.app import run
@@ -76,12 +77,25 @@ def hydra_errors_raised() -> Iterator[None]:
             os.environ.pop("HYDRA_FULL_ERROR", None)
 
 
+@contextmanager
+def interpolation_named_by_override(line: CommandLine) -> Iterator[None]:
+    """Hydra's own printing (`--cfg job --resolve`) resolves without naming the key that failed; when
+    one override holds an interpolation, it is the one to name."""
+    try:
+        yield
+    except InterpolationResolutionError as err:
+        written = [o for o in line.overrides if "${" in (o.input_line or "")]
+        if getattr(err, "full_key", None) or len(written) != 1:
+            raise
+        raise UserError(f"{written[0].key_or_group}: {str(err).splitlines()[0]}") from None
+
+
 def main() -> None:
     # A user who sets HYDRA_FULL_ERROR asks for Hydra's tracebacks; everyone else gets one message.
     with answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=sweep.interrupted):
         line = prepare(sys.argv[1:])
         sys.argv = [sys.argv[0], *line.argv()]
-        with hydra_errors_raised():
+        with hydra_errors_raised(), interpolation_named_by_override(line):
             _hydra_main()
 
 
