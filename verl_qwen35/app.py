@@ -96,27 +96,22 @@ def run(cfg: DictConfig) -> None:
 def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> None:
     mode = mode_of(cfg)
     resolve_naming_key(cfg)
-    if found := structure_problems(cfg):  # nothing below can read inside a section that is not there
-        return refuse(found, output_dir, mode)
+    if broken := structure_problems(cfg):  # nothing below can read inside a section that is not there
+        report(broken, output_dir, mode)
+        return refused(len(broken))
     if in_multirun() and output_dir:
         separate_sweep_job(cfg, output_dir)
     absolute_checkpoint_dir(cfg)
     found = problems(cfg, choices, mode)
     errors = [p for p in found if p.level == "error"]
-    if output_dir:
-        write_verdict(output_dir, mode, found)
-    for problem in found:
-        print(redact(str(problem)), file=sys.stderr)
+    report(found, output_dir, mode)
     if mode != "launch":
         print(redact("\n".join(plan_or_why_not(cfg, choices, output_dir, bool(errors)))))
         if not errors:
             for name, value in from_shell(cfg).items():
                 print(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
     if errors:
-        print(f"verdict    REFUSED: {len(errors)} error(s), nothing launched", file=sys.stderr)
-        if in_multirun():
-            return  # the sweep goes on; SweepSummary reports and sets the exit code
-        raise LaunchRefused(2)
+        return refused(len(errors))
     if mode != "launch":
         print(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
         return
@@ -126,14 +121,19 @@ def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) ->
     launch_now(cfg)
 
 
-def refuse(found: list[Problem], output_dir: str | None, mode: str) -> None:
+def report(found: list[Problem], output_dir: str | None, mode: str) -> None:
+    """The verdict file (for sweeps and people) and every problem on stderr."""
     if output_dir:
         write_verdict(output_dir, mode, found)
     for problem in found:
         print(redact(str(problem)), file=sys.stderr)
-    print(f"verdict    REFUSED: {len(found)} error(s), nothing launched", file=sys.stderr)
+
+
+def refused(errors: int) -> None:
+    print(f"verdict    REFUSED: {errors} error(s), nothing launched", file=sys.stderr)
     if not in_multirun():
         raise LaunchRefused(2)
+    # in a sweep the next job runs; SweepSummary reports and sets the exit code
 
 
 def launch_now(cfg: DictConfig, use_shell_env: bool = True) -> None:
