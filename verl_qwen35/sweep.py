@@ -28,7 +28,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Problem
-from verl_qwen35.errors import UserError, explain
+from verl_qwen35.errors import explain
 from verl_qwen35.secret_scan import redact
 
 VERDICT = "verdict.json"
@@ -89,8 +89,6 @@ def guarded_job(job: Callable[[], None], output_dir: str, mode: str) -> None:
     write_verdict(output_dir, mode, [], status="running")
     try:
         job()
-    except UserError as err:
-        _record_stop(output_dir, mode, "failed", str(err))
     except SystemExit as stop:  # something in the job (verl, Ray) called sys.exit
         if stop.code not in (0, None):
             _record_stop(output_dir, mode, "failed", f"exited with code {stop.code}")
