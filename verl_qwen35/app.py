@@ -7,6 +7,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from verl_qwen35.checks import Problem, preflight
+from verl_qwen35.checks.memory import memory_column
 from verl_qwen35.checks.structure import structure_problems
 from verl_qwen35.environment import from_shell, job_environment
 from verl_qwen35.errors import UserError, answered, resolve_naming_key
@@ -54,6 +55,10 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
         )
     if mode == "full" and not [p for p in found if p.level == "error"]:
         found += _verl_problems(cfg)
+    if mode == "launch" and not [p for p in found if p.level == "error"]:
+        from verl_qwen35.checks.machine import launch_problems  # launch path only: keeps dry runs lean
+
+        found += launch_problems(cfg)  # the stack and the cluster's devices, before verl starts Ray
     return found
 
 
@@ -73,14 +78,28 @@ def separate_sweep_job(cfg: DictConfig, output_dir: str) -> None:
     cfg.trainer.default_local_dir = str(Path(output_dir) / "checkpoints")
 
 
+# What a derived value (the plan, the memory cell) raises when a value it reads has the wrong type;
+# the preflight has already reported that value as an error.
+UNDEFINED_AFTER_ERRORS = (TypeError, ValueError, ZeroDivisionError, AttributeError, KeyError)
+
+
 def plan_or_why_not(cfg: DictConfig, choices: dict[str, str], output_dir: str | None, refused: bool) -> list[str]:
     """The plan; after errors, values it would compute with may be of the wrong type, so it may not exist."""
     if not refused:
         return plan_lines(cfg, choices, output_dir)
     try:
         return plan_lines(cfg, choices, output_dir)
-    except (TypeError, ValueError, ZeroDivisionError, AttributeError, KeyError) as err:
+    except UNDEFINED_AFTER_ERRORS as err:
         return [f"plan       not computed: the errors above leave it undefined ({type(err).__name__})"]
+
+
+def memory_or_blank(cfg: DictConfig, refused: bool) -> str:
+    if not refused:
+        return memory_column(cfg)
+    try:
+        return memory_column(cfg)
+    except UNDEFINED_AFTER_ERRORS:
+        return ""
 
 
 def run(cfg: DictConfig) -> None:
@@ -104,7 +123,7 @@ def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) ->
     absolute_checkpoint_dir(cfg)
     found = problems(cfg, choices, mode)
     errors = [p for p in found if p.level == "error"]
-    report(found, output_dir, mode)
+    report(found, output_dir, mode, memory_or_blank(cfg, bool(errors)))
     if mode != "launch":
         print(redact("\n".join(plan_or_why_not(cfg, choices, output_dir, bool(errors)))))
         if not errors:
@@ -121,10 +140,10 @@ def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) ->
     launch_now(cfg)
 
 
-def report(found: list[Problem], output_dir: str | None, mode: str) -> None:
+def report(found: list[Problem], output_dir: str | None, mode: str, memory: str = "") -> None:
     """The verdict file (for sweeps and people) and every problem on stderr."""
     if output_dir:
-        write_verdict(output_dir, mode, found)
+        write_verdict(output_dir, mode, found, memory=memory)
     for problem in found:
         print(redact(str(problem)), file=sys.stderr)
 

@@ -14,6 +14,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from verl_qwen35.app import launch_now
 from verl_qwen35.checks import preflight
+from verl_qwen35.checks.machine import launch_problems
 from verl_qwen35.checks.structure import structure_problems
 from verl_qwen35.environment import effective_env
 from verl_qwen35.errors import UserError, answered
@@ -41,6 +42,7 @@ def relaunch(target: Path) -> int:
         raise UserError(
             f"{path}: the recorded config lacks {err.full_key}; launch again to write a whole one"
         ) from None
+    errors = errors or [p for p in launch_problems(cfg) if p.level == "error"]
     for problem in errors:
         print(problem, file=sys.stderr)
     if errors:

@@ -58,8 +58,12 @@ def job_tag() -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{sweep}_job{hydra_cfg.job.num}")
 
 
-def write_verdict(output_dir: str, mode: str, found: list[Problem], status: str | None = None) -> None:
-    """This job's verdict, in its own output directory, for SweepSummary (and for people)."""
+def write_verdict(
+    output_dir: str, mode: str, found: list[Problem], status: str | None = None, memory: str = ""
+) -> None:
+    """This job's verdict, in its own output directory, for SweepSummary (and for people).
+
+    `memory`: the estimate's cell (training/rollout GiB per device of capacity, checks.memory.memory_column)."""
     hydra_cfg = HydraConfig.get()
 
     def listed(level: str) -> list[dict[str, Any]]:
@@ -75,6 +79,7 @@ def write_verdict(output_dir: str, mode: str, found: list[Problem], status: str 
         "valid": not errors and status in (None, "ok"),
         "errors": errors,
         "warnings": listed("warning"),
+        "memory": memory,
     }
     (Path(output_dir) / VERDICT).write_text(redact(json.dumps(record, indent=2)))
 
@@ -139,6 +144,7 @@ def summary_row(record: dict[str, Any], swept_values: dict[str, str]) -> dict[st
         "job": record["job"],
         **swept_values,
         "valid": record["valid"],
+        "memory_gib": record.get("memory", ""),
         "status": record.get("status", "ok" if record["valid"] else "refused"),
         "reason": first_reason(record),
     }
