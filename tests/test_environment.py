@@ -95,6 +95,9 @@ def test_secret_spellings_in_any_case(name):
         "PYTORCH_NPU_ALLOC_CONF",
         "HCCL_BUFFSIZE",
         "PASSTHROUGH_MODE",
+        "RAY_AUTH_MODE",
+        "SSH_AUTH_SOCK",
+        "VLLM_MAX_TOKENS",
         "PATCH_LEVEL",
     ],
 )

@@ -86,3 +86,11 @@ def test_a_secret_that_reaches_the_composed_config_is_a_preflight_error(exported
 def test_redact_masks_shell_secret_values_only(exported):
     line = f"a {SECRETS['HF_TOKEN']} b /root/data c"
     assert redact(line) == "a <HF_TOKEN redacted> b /root/data c"
+
+
+def test_a_plain_word_in_a_secret_looking_variable_is_not_hunted(cli, monkeypatch):  # noqa: F811
+    """RAY_AUTH_MODE=disabled is a setting; `disabled` appears in verl's config and must not be refused."""
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.setenv("SOME_TOKEN", "enabled")
+    result = cli("device=gpu", "model=35b", "dry_run=true")
+    assert result.code == 0, result.said

@@ -20,7 +20,6 @@ SECRET_WORDS = frozenset(
         "KEYS",
         "APIKEY",
         "TOKEN",
-        "TOKENS",
         "SECRET",
         "SECRETS",
         "PASSWORD",
@@ -44,6 +43,8 @@ SECRET_WORDS = frozenset(
 )
 SECRET_SUFFIXES = ("APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS")
 PATH_WORDS = frozenset(["PATH", "FILE", "FILES", "DIR", "DIRS", "DIRECTORY", "FOLDER"])
+# A last word that makes the name a setting about a secret, not the secret (RAY_AUTH_MODE, SSH_AUTH_SOCK).
+SETTING_WORDS = frozenset(["MODE", "TYPE", "METHOD", "ENABLE", "ENABLED", "DISABLE", "DISABLED", "SOCK", "TIMEOUT"])
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
@@ -55,14 +56,19 @@ def name_words(name: str) -> list[str]:
 def looks_secret(name: str) -> bool:
     """True for WANDB_API_KEY, HF_TOKEN, db_password, GITHUB_PAT, apiKey; False for HF_TOKEN_PATH, *_FILE, *_DIR."""
     words = name_words(name)
-    if not words or words[-1] in PATH_WORDS:
+    if not words or words[-1] in PATH_WORDS or words[-1] in SETTING_WORDS:
         return False
     return any(w in SECRET_WORDS or (len(w) > 6 and w.endswith(SECRET_SUFFIXES)) for w in words)
 
 
 def shell_secrets(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """Secret-looking variables of the launching shell with a value long enough to search for (8+ characters)."""
-    return {name: value for name, value in environ.items() if looks_secret(name) and len(value) >= 8}
+    """Secret-looking variables of the launching shell whose value looks like a secret too: 10+
+    characters, not a plain word. `RAY_AUTH_MODE=disabled` would otherwise match every `disabled`."""
+    return {
+        name: value
+        for name, value in environ.items()
+        if looks_secret(name) and len(value) >= 10 and not value.isalpha() and " " not in value
+    }
 
 
 def effective_env(cfg: DictConfig, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
