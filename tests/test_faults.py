@@ -2,7 +2,7 @@
 exit 2, no traceback, the key or file to change named, and nothing written where it should not be.
 
 Each row runs the real entrypoint (argv parsing, Hydra composition, preflight, plan) in-process;
-`tests/faults.py` has the runner. Rows marked #7 are answered by the value checks of issue #7.
+`cli` in tests/conftest.py is the runner. Rows marked #7 are answered by the value checks of issue #7.
 """
 
 import os
@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults import cli  # noqa: F401  (fixture)
 from verl_qwen35.paths import conf_dir
 
 BASE = ("device=gpu", "model=35b", "dry_run=true")
@@ -135,7 +134,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("argv", "code", "named"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_fault_is_answered(cli, tmp_path, monkeypatch, argv, code, named):  # noqa: F811
+def test_fault_is_answered(cli, tmp_path, monkeypatch, argv, code, named):
     _user_conf(tmp_path)
     monkeypatch.setenv("MY_SERVICE_TOKEN", SHELL_SECRET)
     flags = [a.replace("{tmp}", str(tmp_path)) for a in argv]
@@ -161,13 +160,13 @@ def test_at_least_forty_faults():
         ["ray_kwargs.ray_init.runtime_env={env_vars:{HF_TOKEN:x}}"],
     ],
 )
-def test_refused_before_hydra_writes_anything(cli, tmp_path, argv):  # noqa: F811
+def test_refused_before_hydra_writes_anything(cli, tmp_path, argv):
     result = cli(*BASE, *argv)
     assert result.code == 2
     assert not (tmp_path / "outputs").exists(), "Hydra wrote .hydra/ before the refusal"
 
 
-def test_home_unset_names_home_and_the_keys(cli, monkeypatch):  # noqa: F811
+def test_home_unset_names_home_and_the_keys(cli, monkeypatch):
     monkeypatch.delenv("HOME")
     result = cli(*BASE)
     assert result.code == 2 and "HOME" in result.err and "data.train_files" in result.err
@@ -175,7 +174,7 @@ def test_home_unset_names_home_and_the_keys(cli, monkeypatch):  # noqa: F811
     assert given.code == 0, given.said
 
 
-def test_refused_config_still_writes_a_verdict_and_no_plan_crash(cli, tmp_path):  # noqa: F811
+def test_refused_config_still_writes_a_verdict_and_no_plan_crash(cli, tmp_path):
     result = cli(*BASE, "parallel.tp=null", "hydra.run.dir=run")
     assert result.code == 2 and "REFUSED" in result.err
     assert '"valid": false' in (tmp_path / "run" / "verdict.json").read_text()

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from tests.faults import cli  # noqa: F401  (fixture)
 from verl_qwen35.checks import preflight
 from verl_qwen35.compose import compose
 from verl_qwen35.secret_scan import redact
@@ -52,7 +51,7 @@ def leaks(tmp_path: Path, said: str) -> list[str]:
     ],
     ids=["dry-run", "refused", "token-path", "sweep", "cfg-job", "info"],
 )
-def test_no_secret_from_the_shell_is_written_or_printed(cli, exported, tmp_path, argv):  # noqa: F811
+def test_no_secret_from_the_shell_is_written_or_printed(cli, exported, tmp_path, argv):
     result = cli("device=npu", "model=122b", *argv)
     assert result.code in (0, 2), result.said
     assert leaks(tmp_path, result.said) == []
@@ -68,7 +67,7 @@ def test_no_secret_from_the_shell_is_written_or_printed(cli, exported, tmp_path,
         ("+trainer.extra={wandb:{api_key:abc}}", "trainer.extra.wandb.api_key"),
     ],
 )
-def test_a_secret_smuggled_past_the_name_check_is_refused_before_writing(cli, exported, tmp_path, override, named):  # noqa: F811
+def test_a_secret_smuggled_past_the_name_check_is_refused_before_writing(cli, exported, tmp_path, override, named):
     result = cli("device=gpu", "model=35b", "dry_run=true", override)
     assert result.code == 2 and named in result.err
     assert not (tmp_path / "outputs").exists() and leaks(tmp_path, result.said) == []
@@ -88,7 +87,7 @@ def test_redact_masks_shell_secret_values_only(exported):
     assert redact(line) == "a <HF_TOKEN redacted> b /root/data c"
 
 
-def test_a_plain_word_in_a_secret_looking_variable_is_not_hunted(cli, monkeypatch):  # noqa: F811
+def test_a_plain_word_in_a_secret_looking_variable_is_not_hunted(cli, monkeypatch):
     """RAY_AUTH_MODE=disabled is a setting; `disabled` appears in verl's config and must not be refused."""
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     monkeypatch.setenv("SOME_TOKEN", "enabled")
