@@ -9,7 +9,8 @@ from omegaconf import DictConfig, OmegaConf
 from verl_qwen35.checks import Problem, preflight
 from verl_qwen35.environment import from_shell, job_environment
 from verl_qwen35.plan import plan_lines
-from verl_qwen35.sweep import in_multirun, job_tag, write_verdict
+from verl_qwen35.submit import SubmitError, submit, submitting
+from verl_qwen35.sweep import in_multirun, job_tag, note_job_id, write_verdict
 from verl_qwen35.versions import installed_verl_schema
 
 MODES = {False: "launch", True: "dry", "full": "full"}
@@ -92,11 +93,33 @@ def run(cfg: DictConfig) -> None:
         raise LaunchRefused(2)
     if mode != "launch":
         print(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
+    if submitting(cfg) and output_dir:
+        submit_run(cfg, output_dir, dry=mode != "launch")
+        return
+    if mode != "launch":
         return
     if output_dir:
-        (Path(output_dir) / LAUNCH_FILE).write_text(OmegaConf.to_yaml(cfg))
+        write_launch_file(cfg, output_dir)
         print(f"relaunch   python -m verl_qwen35.relaunch {output_dir}", file=sys.stderr)
     launch_now(cfg)
+
+
+def write_launch_file(cfg: DictConfig, output_dir: str) -> Path:
+    """The run's launch.yaml: what `python -m verl_qwen35.relaunch <run dir>` launches."""
+    path = Path(output_dir) / LAUNCH_FILE
+    path.write_text(OmegaConf.to_yaml(cfg))
+    return path
+
+
+def submit_run(cfg: DictConfig, output_dir: str, dry: bool) -> None:
+    """Submit the run directory with its launch.yaml (submit=slurm|ray_job); the job id goes to verdict.json."""
+    try:
+        job_id = submit(cfg, Path(output_dir), dry, lambda: write_launch_file(cfg, output_dir))
+    except SubmitError as err:
+        print(f"ERROR   [submit] {err}", file=sys.stderr)
+        raise LaunchRefused(2) from None
+    if job_id:
+        note_job_id(output_dir, job_id)
 
 
 def launch_now(cfg: DictConfig) -> None:
