@@ -113,7 +113,9 @@ def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: C
             f"`sbatch {script}` failed (exit {done.returncode}): {done.stderr.strip() or done.stdout.strip()}; "
             "check submit.partition, submit.account, submit.time and submit.sbatch"
         )
-    job_id = done.stdout.strip().split(";")[0]
+    job_id = done.stdout.strip().split(";")[0]  # --parsable: "<id>" or "<id>;<cluster>"
+    if not job_id.isdigit():
+        raise SubmitError(f"`sbatch --parsable {script}` printed no job id: {done.stdout.strip()!r}")
     print(f"slurm      submitted job {job_id}")
     print(f"log        {run_dir}/slurm-{job_id}.out (Ray: {run_dir}/slurm-{job_id}/ray-*.log)")
     return job_id

@@ -5,21 +5,30 @@ the job with a clear message instead of verl waiting on a resource pool it canno
 """
 
 import argparse
+import socket
 import sys
 import time
 
 
+def _listening(address: str) -> bool:
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
 def _connect(address: str, deadline: float):
+    """Ray, connected to the cluster; ray.init alone retries an absent GCS for many minutes."""
+    while not _listening(address):
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"nothing listens at {address}")
+        time.sleep(1)
     import ray
 
-    while True:
-        try:
-            ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-            return ray
-        except (ConnectionError, RuntimeError) as err:
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"no Ray cluster answered at {address}: {err}") from None
-            time.sleep(2)
+    ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    return ray
 
 
 def wait(address: str, resource: str, count: int, nodes: int, timeout: float, every: float = 10) -> str | None:
@@ -28,7 +37,7 @@ def wait(address: str, resource: str, count: int, nodes: int, timeout: float, ev
     try:
         ray = _connect(address, deadline)
     except TimeoutError as err:
-        return f"{err} within {timeout:.0f}s"
+        return f"{err} after {timeout:.0f}s: is the Ray head up? (see its log)"
     try:
         said = 0.0
         while True:
