@@ -39,8 +39,16 @@ def install_recorder(out: Path) -> None:
 def main() -> None:
     flag, module, *args = sys.argv[1:]
     assert flag == "-m", f"usage: python -m tests.submit_recorder -m MODULE ARGS (got {sys.argv[1:]})"
-    if module == "verl_qwen35.relaunch":
-        install_recorder(Path(os.environ["RECORD_TO"]))
+    if module == "verl_qwen35.relaunch":  # installed when the relaunch launches (importing verl takes seconds)
+        from verl_qwen35 import launch
+
+        real_launch = launch.launch
+
+        def recording_launch(cfg):
+            install_recorder(Path(os.environ["RECORD_TO"]))
+            real_launch(cfg)
+
+        launch.launch = recording_launch
     sys.argv = [module, *args]
     runpy.run_module(module, run_name="__main__", alter_sys=True)
 

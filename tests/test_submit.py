@@ -69,6 +69,7 @@ def test_container_mounts_and_setup_reach_the_script_quoted(tmp_path):
         "submit.mounts=[/data:/data,/models:/models]",
         "submit.setup=['source /opt/venv/bin/activate']",
         "submit.partition=a3",
+        "submit.cpus_per_node=64",
         "submit.python='uv run python'",
         "submit.sbatch=['--qos=high']",
     )
@@ -82,6 +83,7 @@ def test_container_mounts_and_setup_reach_the_script_quoted(tmp_path):
     assert array(script, "PYTHON") == ["uv", "run", "python"]
     text = script.read_text()
     assert "#SBATCH --partition=a3\n" in text and "#SBATCH --qos=high\n" in text
+    assert "#SBATCH --cpus-per-task=64\n" in text
     assert "\nsource /opt/venv/bin/activate\n" in text and "\nexport HCCL_BUFFSIZE=300\n" in text
     assert "\nunset http_proxy\n" in text
 

@@ -143,6 +143,7 @@ def test_sbatch_script_starts_ray_waits_for_every_device_relaunches_and_stops_ra
     assert commands[1].startswith("show hostnames localhost,localhost")
     head, *started, relaunch = commands[2:]
     assert head.startswith("ray start --block") and "--head" in head and "--num-gpus=4" in head
+    assert f"--num-cpus={os.cpu_count()}" in head  # the stand-in's exclusive node: all of this machine
     # The worker's and the waiter's steps start in the background together; either may log first.
     (worker,) = [c for c in started if c.startswith("ray start --block")]
     (waiter,) = [c for c in started if "-m verl_qwen35.submit.wait_for_ray" in c]

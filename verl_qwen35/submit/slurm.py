@@ -35,6 +35,8 @@ def sbatch_options(cfg: DictConfig, run_dir: Path) -> list[str]:
     ]
     if resource == "GPU":
         options.append(f"--gpus-per-node={per_node}")
+    if s.cpus_per_node is not None:
+        options.append(f"--cpus-per-task={s.cpus_per_node}")
     if s.exclusive:
         options.append("--exclusive")
     options += [f"--{key}={s[key]}" for key in ("partition", "account", "time") if s[key] is not None]
