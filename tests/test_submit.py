@@ -15,7 +15,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.test_forwarding import _write_geo3k_stub
-from tests.test_submit_slurm import REPO, STANDINS
+from tests.test_submit_slurm import REPO, STANDINS, free_ports
 
 # The script's settings block, evaluated by bash; prints one array's elements, one a line.
 SHOW_ARRAY = 'source <(sed -n "/^RUN_DIR=/,/^set -euo pipefail/p" "$1"); printf "%s\\n" "${!2}"'
@@ -169,3 +169,18 @@ def test_sweep_submits_one_job_per_point_each_with_its_own_run(tmp_path):
     rows = json.loads((tmp_path / "sweep" / "summary.json").read_text())
     assert [(r["parallel.tp"], r["job_id"]) for r in rows] == [("1", "4201"), ("2", "4202")]
     assert any(line.startswith("job ") and " job_id " in line for line in run.stdout.splitlines())  # table header
+
+
+def test_ray_job_dry_run_contacts_nothing_and_warns_of_a_relative_checkpoint_dir(tmp_path):
+    (port,) = free_ports(1)  # nothing listens there; a dry run must not try
+    run = verl_qwen35(
+        tmp_path, "submit=ray_job", f"submit.address=http://127.0.0.1:{port}", "dry_run=true", "hydra.run.dir=run"
+    )
+    assert run.returncode == 0, run.stderr
+    assert (
+        f"ray_job    http://127.0.0.1:{port}: python -m verl_qwen35.relaunch . (working_dir {tmp_path / 'run'}"
+        in run.stdout
+    )
+    assert "ray_job    dry run, not submitted" in run.stdout
+    assert "WARNING [trainer.default_local_dir] checkpoints/" in run.stderr
+    assert OmegaConf.load(tmp_path / "run" / "launch.yaml").submit.backend == "ray_job"

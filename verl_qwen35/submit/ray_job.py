@@ -6,6 +6,7 @@ submit --runtime-env-json` would send it.
 """
 
 import shlex
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,13 @@ def submit_ray_job(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file:
     """Write launch.yaml and submit the job (unless dry); its submission id."""
     address, command, env = cfg.submit.address, entrypoint(cfg), runtime_env(cfg, run_dir)
     print(f"ray_job    {address}: {command} (working_dir {run_dir}, {len(env['env_vars'])} env vars)")
+    if not Path(str(cfg.trainer.default_local_dir)).is_absolute():
+        print(
+            f"WARNING [trainer.default_local_dir] {cfg.trainer.default_local_dir} is relative: on the cluster it is "
+            "inside the job's temporary copy of the run directory and is lost with it; set an absolute path on "
+            "storage the cluster keeps",
+            file=sys.stderr,
+        )
     if dry:
         write_launch_file()
         print("ray_job    dry run, not submitted")
