@@ -184,3 +184,13 @@ def test_ray_job_dry_run_contacts_nothing_and_warns_of_a_relative_checkpoint_dir
     assert "ray_job    dry run, not submitted" in run.stdout
     assert "WARNING [trainer.default_local_dir] checkpoints/" in run.stderr
     assert OmegaConf.load(tmp_path / "run" / "launch.yaml").submit.backend == "ray_job"
+
+
+def test_diff_compares_submit_options_key_by_key(capsys):
+    from verl_qwen35.diff import main as diff_main
+
+    code = diff_main(["device=gpu submit=slurm", "device=gpu submit=slurm submit.partition=a100", "--format", "json"])
+    assert code == 1
+    diff = json.loads(capsys.readouterr().out)
+    assert diff["changed"] == {"submit.partition": {"a": None, "b": "a100"}}
+    assert not diff["added"] and not diff["removed"]
