@@ -93,8 +93,8 @@ def run(cfg: DictConfig) -> None:
         raise LaunchRefused(2)
     if mode != "launch":
         print(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
-    if submitting(cfg) and output_dir:
-        submit_run(cfg, output_dir, dry=mode != "launch")
+    if submitting(cfg):  # Hydra always gives a run its output dir; the cwd only outside Hydra
+        submit_run(cfg, str(Path(output_dir or ".").resolve()), dry=mode != "launch")
         return
     if mode != "launch":
         return
