@@ -82,7 +82,7 @@ def ray_head():
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
         leftover = processes_using(temp_dir)
-        assert not leftover, f"Ray processes outlived the head: {leftover}"
+        assert not leftover, f"Ray processes outlived the head: {list(leftover.values())}"
 
 
 def submit(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess[str]:

@@ -10,6 +10,7 @@ runner replaced by the recording one of test_forwarding.py (tests/submit_recorde
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -17,7 +18,6 @@ import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 
-import psutil
 import pytest
 
 from tests.test_forwarding import _write_geo3k_stub
@@ -52,13 +52,19 @@ def ray_args(ports: list[int]) -> str:
     return "[" + ",".join(f"'{option}'" for option in options) + "]"
 
 
-def processes_using(path: str) -> list[str]:
-    """Command lines of live processes that name `path` (Ray's processes name their temp dir)."""
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        cmdline = " ".join(proc.info["cmdline"] or [])
-        if path in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
-            found.append(cmdline)
+def processes_using(path: str) -> dict[int, str]:
+    """pid -> command line of each live process naming `path` (Ray's processes name their temp dir)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:  # gone meanwhile
+            continue
+        if path in cmdline and state != "Z":
+            found[int(entry.name)] = cmdline
     return found
 
 
@@ -122,10 +128,9 @@ def cluster(tmp_path):
     cluster = Cluster(tmp_path)
     yield cluster
     leftover = processes_using(cluster.temp_dir)
-    for proc in psutil.process_iter(["cmdline"]):  # only after a failed test: our own Ray, by its temp dir
-        if cluster.temp_dir in " ".join(proc.info["cmdline"] or []):
-            proc.kill()
-    assert not leftover, f"Ray processes outlived the job: {leftover}"
+    for pid in leftover:  # only after a failed test: our own Ray, found by its temp dir
+        os.kill(pid, signal.SIGKILL)
+    assert not leftover, f"Ray processes outlived the job: {list(leftover.values())}"
 
 
 def test_sbatch_script_starts_ray_waits_for_every_device_relaunches_and_stops_ray(cluster):
