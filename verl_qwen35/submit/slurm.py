@@ -20,7 +20,8 @@ SCRIPT = "job.sbatch"
 
 
 def _quoted(values: list[str]) -> str:
-    return "(" + " ".join(shlex.quote(str(v)) for v in values) + ")"
+    """A bash array of `values`, each single-quoted (a comma inside one is not a separator)."""
+    return "(" + " ".join("'" + str(v).replace("'", "'\"'\"'") + "'" for v in values) + ")"
 
 
 def sbatch_options(cfg: DictConfig, run_dir: Path) -> list[str]:
