@@ -100,6 +100,9 @@ class Cluster:
             f"submit.ray.client_server_port={client}",
             f"submit.ray.temp_dir={self.temp_dir}",
             "submit.ray.wait_timeout=90",
+            # This machine has no vLLM or CUDA/CANN stack; the relaunch's device check does run,
+            # against the job's Ray and the devices its `ray start` advertises.
+            "launch_checks.stack=false",
             f"submit.ray.head_args={ray_args(rest[:16])}",
             f"submit.ray.worker_args={ray_args(rest[16:])}",
             *_write_geo3k_stub(tmp_path / "geo3k"),
