@@ -8,6 +8,7 @@ task runner replaced by the recording one of test_forwarding.py (tests/submit_re
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -83,6 +84,7 @@ def ray_head():
         except subprocess.TimeoutExpired:
             os.killpg(head.pid, signal.SIGKILL)
         leftover = processes_using(temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)
         assert not leftover, f"Ray processes outlived the head: {list(leftover.values())}"
 
 

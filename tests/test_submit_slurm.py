@@ -10,6 +10,7 @@ runner replaced by the recording one of test_forwarding.py (tests/submit_recorde
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -133,6 +134,7 @@ def cluster(tmp_path):
     leftover = processes_using(cluster.temp_dir)
     for pid in leftover:  # only after a failed test: our own Ray, found by its temp dir
         os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(cluster.temp_dir, ignore_errors=True)
     assert not leftover, f"Ray processes outlived the job: {list(leftover.values())}"
 
 
