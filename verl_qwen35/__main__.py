@@ -14,14 +14,12 @@ import hydra
 from omegaconf import DictConfig
 from omegaconf.errors import InterpolationResolutionError
 
-from verl_qwen35 import sweep
-from verl_qwen35.app import run
-from verl_qwen35.checks.structure import TOP_LEVEL
 from verl_qwen35.choices import check_choices, implicit_overrides
 from verl_qwen35.cmdline import CommandLine, parse_command_line
 from verl_qwen35.errors import UserError, answered
 from verl_qwen35.paths import conf_dir
 from verl_qwen35.secret_scan import check_overrides
+from verl_qwen35.sections import TOP_LEVEL
 from verl_qwen35.user_conf import check_config_dirs
 
 HOME_READERS = ("data.train_files", "data.val_files")  # conf/config.yaml: ${oc.env:HOME}/data/geo3k/...
@@ -29,7 +27,15 @@ HOME_READERS = ("data.train_files", "data.val_files")  # conf/config.yaml: ${oc.
 
 @hydra.main(config_path=str(conf_dir()), config_name="config", version_base=None)
 def _hydra_main(cfg: DictConfig) -> None:
+    from verl_qwen35.app import run  # here, so `--cfg`, `--help` and `--info` do not load the checks
+
     run(cfg)
+
+
+def _sweep_interrupted() -> None:
+    from verl_qwen35.sweep import interrupted  # only a sweep has anything to summarize
+
+    interrupted()
 
 
 def _check_home(line: CommandLine) -> None:
@@ -92,7 +98,7 @@ def interpolation_named_by_override(line: CommandLine) -> Iterator[None]:
 
 def main() -> None:
     # A user who sets HYDRA_FULL_ERROR asks for Hydra's tracebacks; everyone else gets one message.
-    with answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=sweep.interrupted):
+    with answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=_sweep_interrupted):
         line = prepare(sys.argv[1:])
         sys.argv = [sys.argv[0], *line.argv()]
         with hydra_errors_raised(), interpolation_named_by_override(line):

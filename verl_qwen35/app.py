@@ -8,13 +8,14 @@ from omegaconf import DictConfig
 
 from verl_qwen35.checks import Problem, preflight
 from verl_qwen35.checks.memory import memory_column
-from verl_qwen35.checks.structure import structure_problems
 from verl_qwen35.environment import from_shell, job_environment
 from verl_qwen35.errors import UserError, answered, resolve_naming_key
 from verl_qwen35.launch_record import LAUNCH_FILE, absolute_checkpoint_dir, write_launch_file
 from verl_qwen35.plan import plan_lines
 from verl_qwen35.secret_scan import redact
-from verl_qwen35.sweep import guarded_job, in_multirun, job_tag, write_verdict
+from verl_qwen35.sections import structure_problems
+from verl_qwen35.submit import SubmitError, submit, submitting
+from verl_qwen35.sweep import guarded_job, in_multirun, job_tag, note_job_id, write_verdict
 from verl_qwen35.versions import installed_verl_schema
 
 MODES = {False: "launch", True: "dry", "full": "full"}
@@ -55,7 +56,8 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
         )
     if mode == "full" and not [p for p in found if p.level == "error"]:
         found += _verl_problems(cfg)
-    if mode == "launch" and not [p for p in found if p.level == "error"]:
+    # A submitted run gets these on the cluster, in its relaunch: this host is not where it runs.
+    if mode == "launch" and not submitting(cfg) and not [p for p in found if p.level == "error"]:
         from verl_qwen35.checks.machine import launch_problems  # launch path only: keeps dry runs lean
 
         found += launch_problems(cfg)  # the stack and the cluster's devices, before verl starts Ray
@@ -133,11 +135,26 @@ def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) ->
         return refused(len(errors))
     if mode != "launch":
         print(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
+    if submitting(cfg):  # Hydra always gives a run its output dir; the cwd only outside Hydra
+        submit_run(cfg, str(Path(output_dir or ".").resolve()), choices.get("verl_schema"), dry=mode != "launch")
+        return
+    if mode != "launch":
         return
     if output_dir:
         write_launch_file(cfg, output_dir, choices.get("verl_schema"))
         print(f"relaunch   python -m verl_qwen35.relaunch {output_dir}", file=sys.stderr)
     launch_now(cfg)
+
+
+def submit_run(cfg: DictConfig, output_dir: str, schema: str | None, dry: bool) -> None:
+    """Submit the run directory with its launch.yaml (submit=slurm|ray_job); the job id goes to verdict.json."""
+    try:
+        job_id = submit(cfg, Path(output_dir), dry, lambda: write_launch_file(cfg, output_dir, schema))
+    except SubmitError as err:
+        print(f"ERROR   [submit] {err}", file=sys.stderr)
+        raise LaunchRefused(2) from None
+    if job_id:
+        note_job_id(output_dir, job_id)
 
 
 def report(found: list[Problem], output_dir: str | None, mode: str, memory: str = "") -> None:

@@ -18,7 +18,7 @@ from verl_qwen35.errors import UserError
 from verl_qwen35.paths import conf_dir, verl_config_dir
 from verl_qwen35.versions import installed_verl_schema
 
-OUR_GROUPS = ("device", "model", "parallel", "tuning", "verl_schema")
+OUR_GROUPS = ("device", "model", "parallel", "tuning", "verl_schema", "submit")
 DEFAULT_MODEL = "35b"  # conf/config.yaml's defaults list
 LAYOUT_KEYS = ("tp", "pp", "cp", "ep", "etp", "vpp", "gen_tp", "nnodes", "devices_per_node")
 

@@ -15,10 +15,10 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 from verl_qwen35.app import launch_now
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.machine import launch_problems
-from verl_qwen35.checks.structure import structure_problems
 from verl_qwen35.environment import effective_env
 from verl_qwen35.errors import UserError, answered
 from verl_qwen35.launch_record import LAUNCH_FILE, read_launch_file, shared_storage_warning
+from verl_qwen35.sections import structure_problems
 
 PROG = "verl_qwen35.relaunch"
 

@@ -25,6 +25,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
+from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Problem
@@ -84,6 +85,12 @@ def write_verdict(
     (Path(output_dir) / VERDICT).write_text(redact(json.dumps(record, indent=2)))
 
 
+def note_job_id(output_dir: str, job_id: str) -> None:
+    """The cluster job this run was submitted as (submit=slurm|ray_job), for the sweep summary."""
+    path = Path(output_dir) / VERDICT
+    path.write_text(json.dumps({**json.loads(path.read_text()), "job_id": job_id}, indent=2))
+
+
 def guarded_job(job: Callable[[], None], output_dir: str, mode: str) -> None:
     """Run one sweep job so that nothing it raises ends the sweep: the failure is its verdict.
 
@@ -138,13 +145,14 @@ def _records(sweep_dir: Path, sweep_id: str | None) -> list[dict[str, Any]]:
     return sorted(found, key=lambda r: r["job"])
 
 
-def summary_row(record: dict[str, Any], swept_values: dict[str, str]) -> dict[str, Any]:
+def summary_row(record: dict[str, Any], swept_values: dict[str, str], submitted: bool) -> dict[str, Any]:
     """One table row; add columns here (they flow into the table, CSV and JSON)."""
     return {
         "job": record["job"],
         **swept_values,
         "valid": record["valid"],
         "memory_gib": record.get("memory", ""),
+        **({"job_id": record.get("job_id", "")} if submitted else {}),
         "status": record.get("status", "ok" if record["valid"] else "refused"),
         "reason": first_reason(record),
     }
@@ -159,7 +167,8 @@ def summarize(sweep_dir: Path, sweep_id: str | None = None, planned: list[list[s
     values = [dict(map(_overrides, r["overrides"])) for r in ordered]
     keys = sorted({k for v in values for k in v})
     swept = [k for k in keys if len({v.get(k) for v in values}) > 1] or keys
-    return [summary_row(r, {k: v.get(k, "") for k in swept}) for r, v in zip(ordered, values, strict=True)]
+    submitted = any("job_id" in r for r in ordered)
+    return [summary_row(r, {k: v.get(k, "") for k in swept}, submitted) for r, v in zip(ordered, values, strict=True)]
 
 
 def table(rows: list[dict[str, Any]], reason_width: int = 100) -> str:
@@ -193,7 +202,8 @@ def write_summary(sweep: ActiveSweep) -> list[dict[str, Any]]:
 
 def planned_jobs(config: DictConfig) -> list[list[str]]:
     """The jobs the basic sweeper will run, computed as it does (hydra's basic_sweeper.split_arguments)."""
-    if not str(config.hydra.sweeper.get("_target_", "")).endswith("BasicSweeper"):
+    target = str(config.hydra.sweeper.get("_target_", ""))
+    if not target or not issubclass(get_class(target), BasicSweeper):  # ours (ComposeOnceSweeper) is one
         return []
     # As written on the command line: an override may hold `${...}` that only its job resolves.
     params = OmegaConf.to_container(config.hydra.sweeper, resolve=False).get("params") or {}

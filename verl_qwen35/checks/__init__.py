@@ -15,9 +15,9 @@ from verl_qwen35.checks.parity import layout_source_errors, parity_errors
 from verl_qwen35.checks.problem import Level, Problem, error
 from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problems
 from verl_qwen35.checks.sequences import length_problems, megatron_core_version, packing_problems
-from verl_qwen35.checks.structure import structure_problems
 from verl_qwen35.environment import env_problems
 from verl_qwen35.secret_scan import ADVICE, config_findings
+from verl_qwen35.sections import structure_problems
 
 __all__ = ["Problem", "preflight"]
 

@@ -5,9 +5,12 @@ Values inside the sections (types, null numbers) are the value checks' job; this
 checks that each container is still a mapping.
 """
 
+from typing import TYPE_CHECKING
+
 from omegaconf import DictConfig, OmegaConf
 
-from verl_qwen35.checks.problem import Problem, error
+if TYPE_CHECKING:
+    from verl_qwen35.checks.problem import Problem
 
 SECTIONS = (
     "data",
@@ -31,8 +34,10 @@ SECTIONS = (
 TOP_LEVEL = tuple(s for s in SECTIONS if "." not in s)
 
 
-def structure_problems(cfg: DictConfig) -> list[Problem]:
+def structure_problems(cfg: DictConfig) -> list["Problem"]:
     """One error per section that is missing or not a mapping (its parent's error covers its children)."""
+    from verl_qwen35.checks.problem import error  # imported here: the entrypoint reads TOP_LEVEL before any check
+
     found: list[Problem] = []
     for key in SECTIONS:
         if any(key.startswith(f"{p.keys[0]}.") for p in found):
