@@ -172,7 +172,7 @@ def test_sweep_submits_one_job_per_point_each_with_its_own_run(tmp_path):
     assert any(line.startswith("job ") and " job_id " in line for line in run.stdout.splitlines())  # table header
 
 
-def test_ray_job_dry_run_contacts_nothing_and_warns_of_a_relative_checkpoint_dir(tmp_path):
+def test_ray_job_dry_run_contacts_nothing_and_records_an_absolute_checkpoint_dir(tmp_path):
     (port,) = free_ports(1)  # nothing listens there; a dry run must not try
     run = verl_qwen35(
         tmp_path, "submit=ray_job", f"submit.address=http://127.0.0.1:{port}", "dry_run=true", "hydra.run.dir=run"
@@ -183,8 +183,10 @@ def test_ray_job_dry_run_contacts_nothing_and_warns_of_a_relative_checkpoint_dir
         in run.stdout
     )
     assert "ray_job    dry run, not submitted" in run.stdout
-    assert "WARNING [trainer.default_local_dir] checkpoints/" in run.stderr
-    assert read_launch_file(tmp_path / "run" / "launch.yaml")[0].submit.backend == "ray_job"
+    launched = read_launch_file(tmp_path / "run" / "launch.yaml")[0]
+    assert launched.submit.backend == "ray_job"
+    # verl's relative default is made absolute at launch (issue #8): the job resumes from the same place.
+    assert launched.trainer.default_local_dir.startswith(f"{tmp_path}/checkpoints/")
 
 
 def test_diff_compares_submit_options_key_by_key(capsys):
