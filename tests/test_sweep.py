@@ -51,7 +51,7 @@ def test_a_job_that_raises_is_recorded_failed_and_the_summary_still_written(tmp_
     rows = list(csv.DictReader((tmp_path / "sweep" / "summary.csv").open()))
     assert [(r["status"], r["valid"]) for r in rows] == [("ok", "True"), ("failed", "False"), ("ok", "True")]
     assert "parallel.tp" in rows[1]["reason"] and "nope" in rows[1]["reason"]
-    assert "sweep: 3 job(s), 2 valid, 1 failed" in run.stdout
+    assert "sweep: 3 job(s), 2 valid, 0 refused, 1 failed" in run.stdout
 
 
 def test_ctrl_c_writes_the_summary_of_finished_jobs_and_marks_the_rest(tmp_path):

@@ -193,8 +193,8 @@ def write_summary(sweep: ActiveSweep) -> list[dict[str, Any]]:
     writer.writerows(rows)
     (sweep.sweep_dir / "summary.csv").write_text(redact(table_csv.getvalue()), newline="")
     counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "refused", "failed", "interrupted", "not run")}
-    told = ", ".join(f"{n} {s}" for s, n in counts.items() if n and s != "ok")
-    print(f"\nsweep: {len(rows)} job(s), {counts['ok']} valid" + (f", {told}" if told else ""))
+    told = "".join(f", {n} {s}" for s, n in counts.items() if n and s not in ("ok", "refused"))
+    print(f"\nsweep: {len(rows)} job(s), {counts['ok']} valid, {counts['refused']} refused{told}")
     print(redact(table(rows)))
     print(f"saved: {sweep.sweep_dir / 'summary.csv'} and summary.json")
     return rows
