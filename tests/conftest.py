@@ -82,6 +82,10 @@ settings.register_profile("deterministic", derandomize=True, database=None, dead
 settings.load_profile("deterministic")
 
 
+# Set by others, not by a test: pytest while a test runs; `import ray` (ray/_private/client_mode_hook.py).
+IMPORT_SIDE_EFFECTS = ("PYTEST_CURRENT_TEST", "RAY_CLIENT_MODE")
+
+
 @pytest.fixture(autouse=True)
 def environment_left_as_found():
     """Every test leaves os.environ as it found it: change variables with monkeypatch.setenv/delenv
@@ -90,8 +94,9 @@ def environment_left_as_found():
     before = dict(os.environ)
     yield
     after = dict(os.environ)
-    after.pop("PYTEST_CURRENT_TEST", None)  # pytest's own, set while a test runs
-    before.pop("PYTEST_CURRENT_TEST", None)
+    for name in IMPORT_SIDE_EFFECTS:
+        after.pop(name, None)
+        before.pop(name, None)
     if after != before:
         changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
         os.environ.clear()
