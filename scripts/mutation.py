@@ -61,7 +61,7 @@ TESTS = {
         "test_override_rules.py",
         "test_differential.py",
     ],
-    "environment.py": ["test_env_rules.py", "test_environment.py", "test_secrets.py", "test_rules.py"],
+    "environment.py": ["test_env_rules.py", "test_environment.py", "test_secrets.py"],
     "secret_scan.py": ["test_secrets.py", "test_environment.py"],
     "sweep.py": ["test_sweep_rules.py", "test_sweep.py"],
     "relaunch.py": ["test_relaunch_rules.py", "test_relaunch.py"],
