@@ -82,23 +82,36 @@ settings.register_profile("deterministic", derandomize=True, database=None, dead
 settings.load_profile("deterministic")
 
 
-# Set by others, not by a test: pytest while a test runs; `import ray` (ray/_private/client_mode_hook.py).
-IMPORT_SIDE_EFFECTS = ("PYTEST_CURRENT_TEST", "RAY_CLIENT_MODE")
+def _job_variable_names() -> frozenset[str]:
+    """The variables the job environment sets or clears on any device (conf/config.yaml, conf/device/*)."""
+    from omegaconf import OmegaConf
+
+    from verl_qwen35.paths import conf_dir
+
+    names: set[str] = set()
+    for path in [conf_dir() / "config.yaml", *sorted((conf_dir() / "device").glob("*.yaml"))]:
+        env = OmegaConf.to_container(OmegaConf.load(path)).get("env") or {}
+        names.update(env.get("set") or {}, env.get("unset") or [])
+    return frozenset(names)
+
+
+# What apply_env and the launch write into the driver's environment. (Other variables change when a
+# library is first imported, e.g. verl/__init__.py and ray/_private/client_mode_hook.py set some.)
+JOB_VARIABLES = _job_variable_names()
 
 
 @pytest.fixture(autouse=True)
 def environment_left_as_found():
-    """Every test leaves os.environ as it found it: change variables with monkeypatch.setenv/delenv
-    (restored after the test), never directly. A test that leaks fails here, and the environment
-    is put back so later tests still start clean."""
-    before = dict(os.environ)
+    """Every test leaves the job's variables in os.environ as it found them: change them with
+    monkeypatch (tests/environ.py `cleared` for ones that may be absent), never directly. A test
+    that leaks fails here, and the environment is put back so later tests still start clean."""
+    before = {k: os.environ.get(k) for k in JOB_VARIABLES}
     yield
-    after = dict(os.environ)
-    for name in IMPORT_SIDE_EFFECTS:
-        after.pop(name, None)
-        before.pop(name, None)
-    if after != before:
-        changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-        os.environ.clear()
-        os.environ.update(before)
+    changed = sorted(k for k in JOB_VARIABLES if os.environ.get(k) != before[k])
+    if changed:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         pytest.fail(f"this test changed environment variables and left them changed: {', '.join(changed)}")
