@@ -6,7 +6,8 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from verl_qwen35.checks import Problem, preflight
+from verl_qwen35.checks import Problem, device_of, preflight
+from verl_qwen35.checks.values import value_problems
 from verl_qwen35.environment import from_shell, job_environment
 from verl_qwen35.plan import plan_lines
 from verl_qwen35.sweep import in_multirun, job_tag, write_verdict
@@ -48,19 +49,11 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
                 ),
             )
         )
-    if mode == "full" and not [p for p in found if p.level == "error"]:
-        found += _verl_problems(cfg)
+    if mode != "dry" and not [p for p in found if p.level == "error"]:
+        from verl_qwen35.validators import real_problems  # imports torch, megatron-core and verl
+
+        found += real_problems(cfg, device_of(cfg))
     return found
-
-
-def _verl_problems(cfg: DictConfig) -> list[Problem]:
-    from verl_qwen35.verl_check import verl_validate
-
-    try:
-        verl_validate(cfg)
-    except Exception as err:  # verl raises AssertionError, ValueError, TypeError, ...
-        return [Problem("error", ("verl",), f"verl's own checks refused this config: {type(err).__name__}: {err}")]
-    return []
 
 
 def separate_sweep_job(cfg: DictConfig, output_dir: str) -> None:
@@ -81,7 +74,9 @@ def run(cfg: DictConfig) -> None:
         write_verdict(output_dir, mode, found)
     for problem in found:
         print(problem, file=sys.stderr)
-    if mode != "launch":
+    if mode != "launch" and value_problems(cfg):
+        print("plan       not computed: fix the values above first")
+    elif mode != "launch":
         print("\n".join(plan_lines(cfg, choices, output_dir)))
         for name, value in from_shell(cfg).items():
             print(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})")
