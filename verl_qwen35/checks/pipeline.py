@@ -112,15 +112,14 @@ def _even_problems(layers: int, pp: int, vpp: int | None, split: Split) -> Found
         choices = [d for d in divisors(slots) if d > 1]
         return [(keys, f"pp={pp} does not divide {counted}; pp may be one of {choices or [1]}")]
     per_stage = slots // pp
-    if vpp is not None and pp > 1:
-        if per_stage % vpp:
-            return [
-                (
-                    (VPP, *keys),
-                    f"vpp={vpp} does not divide the {per_stage} slots per pipeline stage ({counted} / pp={pp}); "
-                    f"vpp may be one of {divisors(per_stage)[1:] or 'none (use null)'}",
-                )
-            ]
+    if vpp is not None and pp > 1 and per_stage % vpp:
+        return [
+            (
+                (VPP, *keys),
+                f"vpp={vpp} does not divide the {per_stage} slots per pipeline stage ({counted} / pp={pp}); "
+                f"vpp may be one of {divisors(per_stage)[1:] or 'none (use null)'}",
+            )
+        ]
     return []
 
 
@@ -158,7 +157,8 @@ def _layout_problems(split: Split, layers: int, pp: int, vpp: int | None, mtp: i
         return [
             (
                 (LAYOUT, VPP),
-                f"has {len(stages)} stages = pp {pp} x {detected} virtual stage(s) but vpp={vpp}; set parallel.vpp={want}",
+                f"has {len(stages)} stages = pp {pp} x {detected} virtual stage(s) but vpp={vpp}; "
+                f"set parallel.vpp={want}",
             )
         ]
     # Stage i is virtual stage i // pp of pipeline rank i % pp: the list is already in layer order.
@@ -182,10 +182,10 @@ def stage_layers(layers: int, pp: int, vpp: int | None, split: Split = Split()) 
     if split.layout is not None:
         return "custom layout"
     if split.first is not None or split.last is not None:
-        first = split.first if split.first is not None else None
-        last = split.last if split.last is not None else None
-        inner = pp - (first is not None) - (last is not None)
-        middle = (layers - (first or 0) - (last or 0)) // inner if inner else 0
-        return f"first {first if first is not None else middle}, middle {middle}, last {last if last is not None else middle}"
+        inner = pp - (split.first is not None) - (split.last is not None)
+        middle = (layers - (split.first or 0) - (split.last or 0)) // inner if inner else 0
+        first = middle if split.first is None else split.first
+        last = middle if split.last is None else split.last
+        return f"first {first}, middle {middle}, last {last}"
     per = (layers + split.embedding + split.loss) // pp
     return f"{per}" if vpp is None else f"{per} ({vpp} chunks of {per // vpp})"

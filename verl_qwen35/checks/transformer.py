@@ -283,13 +283,9 @@ def _recompute_problems(otc: Mapping[str, Any], lo: Layout, sequence_parallel: b
         if "moe_act" in modules and not get("moe_grouped_gemm", False):
             found.append(error(f"{OTC}.recompute_modules", "moe_act needs moe_grouped_gemm=true"))
         if "mla_up_proj" in modules:
-            found.append(
-                error(f"{OTC}.recompute_modules", "mla_up_proj needs multi-latent attention (Qwen3.5 has none)")
-            )
+            found.append(error(f"{OTC}.recompute_modules", "mla_up_proj needs multi-latent attention (none here)"))
         if "shared_experts" in modules and get("moe_shared_expert_overlap"):
-            found.append(
-                error(f"{OTC}.recompute_modules", "shared_experts cannot be used with moe_shared_expert_overlap")
-            )
+            found.append(error(f"{OTC}.recompute_modules", "shared_experts conflicts with moe_shared_expert_overlap"))
     if get("moe_layer_recompute") and granularity == "full":
         found.append(error(f"{OTC}.moe_layer_recompute", "cannot be combined with full recompute"))
     return found
