@@ -8,6 +8,7 @@ with the installed dataclass. Run: python scripts/megatron_fields.py
 import dataclasses
 import enum
 import json
+import sys
 import types
 import typing
 from importlib.metadata import version
@@ -60,10 +61,18 @@ def describe() -> dict:
 
 
 def main() -> None:
+    """Write the file; with --check, exit 1 if the shipped file differs from the installed megatron-core."""
     data = describe()
     minor = ".".join(data["megatron_core"].split(".")[:2])
     path = OUT / f"megatron_core_{minor}.json"
-    path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    text = json.dumps(data, indent=1, sort_keys=False) + "\n"
+    if "--check" in sys.argv:
+        current = path.read_text() if path.is_file() else ""
+        if json.loads(current or "{}").get("fields") != data["fields"]:
+            print(f"{path} is stale: run python scripts/megatron_fields.py")
+            sys.exit(1)
+        return
+    path.write_text(text)
     print(f"wrote {path} ({len(data['fields'])} fields)")
 
 

@@ -35,6 +35,11 @@ _MESSAGE_KEYS = [
     (r"layers at last stage", (LAST, VPP)),
     (r"sequence parallelism without tensor parallelism", (f"{OTC}.sequence_parallel", KEYS["tp"])),
     (r"interleaved schedule", (VPP, PP)),
+    (r"[Dd]efer embedding wgrad", (f"{OTC}.defer_embedding_wgrad_compute",)),
+    (r"CPU offloading", (f"{OTC}.cpu_offloading",)),
+    (r"topk is 1", (f"{OTC}.moe_router_topk", f"{OTC}.moe_router_pre_softmax")),
+    (r"[Ee]xpert bias", (f"{OTC}.moe_router_enable_expert_bias",)),
+    (r"DeepEP|deepep", (f"{OTC}.moe_token_dispatcher_type",)),
     (r"Not enough layers in the (first|last) virtual", (VPP, PP)),
 ]
 
@@ -129,6 +134,11 @@ def real_transformer_problems(
         kwargs["attention_backend"] = AttnBackend[kwargs["attention_backend"]]
     if device == "npu":
         kwargs["context_parallel_size"] = 1  # MindSpeed's context_parallel_algo carries CP on Ascend
+    for name, short in LAYOUT_FIELDS.items():
+        # verl initialises the process groups with the engine's sizes (parallel.*) but hands this override
+        # to the model config (transformer_impl.py `_initialize_model_parallel` vs `_build_tf_config`).
+        if name in otc and otc[name] != getattr(lo, short):
+            return [error((f"{OTC}.{name}", f"parallel.{short}"), f"={otc[name]} differs from parallel.{short}")]
     if lo.vpp is not None and lo.pp == 1:  # parallel_state.py initialize_model_parallel (needs devices)
         return [error((VPP, PP), "pipeline-model-parallel size should be greater than 1 with interleaved schedule")]
     uneven = otc.get("num_layers_in_first_pipeline_stage") is not None or (

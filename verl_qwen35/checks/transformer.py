@@ -103,7 +103,7 @@ def transformer_problems(
     if get("defer_embedding_wgrad_compute"):
         if lo.pp == 1:
             add(("defer_embedding_wgrad_compute", KEYS["pp"]), "=true needs pipeline parallelism (pp > 1)")
-        if not get("gradient_accumulation_fusion", True):
+        if not get("gradient_accumulation_fusion", False):
             add("defer_embedding_wgrad_compute", "=true needs gradient_accumulation_fusion=true")
     if get("overlap_p2p_comm_warmup_flush") and (not get("overlap_p2p_comm", bool(lo.vpp)) or get("batch_p2p_comm")):
         add("overlap_p2p_comm_warmup_flush", "=true needs overlap_p2p_comm=true and batch_p2p_comm=false")

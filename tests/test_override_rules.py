@@ -1,0 +1,186 @@
+"""Boundary cases written from megatron-core 0.16.1's TransformerConfig, verl 0.9.1 and verl's Ascend docs:
+refused naming a key, or accepted; the same verdict from the fast preflight and the real validators."""
+
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+from verl_qwen35.checks import device_of, preflight
+from verl_qwen35.compose import compose
+from verl_qwen35.validators import real_problems
+
+O = "+megatron.override_transformer_config"
+M = "megatron.override_transformer_config"
+
+# (preset, overrides, a key the refusal must name)
+REFUSED = [
+    ("35b_gpu", ["parallel.vpp=2.5"], "parallel.vpp"),
+    ("35b_gpu", ["actor_rollout_ref.rollout.n=2.5"], "rollout.n"),
+    ("35b_gpu", ["parallel.tp=two"], "parallel.tp"),
+    ("35b_gpu", ["data.train_batch_size=abc"], "data.train_batch_size"),
+    ("35b_gpu", ["data.train_batch_size=0"], "data.train_batch_size"),
+    ("35b_gpu", ["actor_rollout_ref.actor.ppo_mini_batch_size=-4"], "ppo_mini_batch_size"),
+    ("35b_gpu", ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=0.5"], "ppo_micro_batch_size_per_gpu"),
+    ("35b_gpu", ["parallel.pp=null"], "parallel.pp"),
+    ("35b_gpu", [f"{M}.recompute_num_layers=null"], "recompute_num_layers"),
+    ("35b_gpu", [f"{M}.recompute_method=null"], "recompute_method"),
+    ("35b_gpu", [f"{M}.recompute_granularity=selective"], "recompute_num_layers"),
+    ("35b_gpu", [f"{M}.recompute_granularity=partial"], "recompute_granularity"),
+    ("35b_gpu", [f"{M}.recompute_method=chunked"], "recompute_method"),
+    (
+        "35b_gpu",
+        [
+            f"{M}.recompute_granularity=selective",
+            f"{M}.recompute_num_layers=null",
+            f"{M}.recompute_method=null",
+            f"{M}.recompute_modules=[mla_up_proj]",
+        ],
+        "recompute_modules",
+    ),
+    ("35b_gpu", [f"{O}.tensor_model_parallel_size=4"], "parallel.tp"),
+    ("122b_npu", [f"{O}.context_parallel_size=2"], "parallel.cp"),
+    ("35b_gpu", [f"{O}.sequence_parallel=true", "parallel.tp=1", "parallel.gen_tp=8"], "sequence_parallel"),
+    ("35b_gpu", [f"{M}.attention_backend=flashy"], "attention_backend"),
+    ("35b_gpu", [f"{M}.moe_grouped_gemm=yes"], "moe_grouped_gemm"),
+    ("35b_gpu", [f"{O}.moe_token_dispatcher_type=alltoall_seq"], "moe_token_dispatcher_type"),
+    (
+        "35b_gpu",
+        [f"{O}.moe_shared_expert_overlap=true", f"{O}.moe_token_dispatcher_type=allgather"],
+        "moe_shared_expert_overlap",
+    ),
+    ("35b_gpu", [f"{O}.moe_router_enable_expert_bias=true"], "moe_router_enable_expert_bias"),
+    ("35b_gpu", [f"{O}.fp8_param=true"], "fp8_param"),
+    ("35b_gpu", [f"{O}.cpu_offloading=true"], "cpu_offloading"),
+    ("35b_gpu", [f"{O}.num_hidden_layers=40"], "num_hidden_layers"),
+    ("35b_gpu", [f"{O}.hidden_size=4096"], "hidden_size"),
+    # pipeline stages (transformer_config.py / transformer_block.py)
+    ("35b_npu", [f"{O}.num_layers_in_first_pipeline_stage=0"], "num_layers_in_first_pipeline_stage"),
+    ("35b_npu", [f"{O}.num_layers_in_first_pipeline_stage=-2"], "num_layers_in_first_pipeline_stage"),
+    (
+        "35b_npu",
+        [f"{O}.num_layers_in_first_pipeline_stage=20", f"{O}.num_layers_in_last_pipeline_stage=19"],
+        "num_layers_in_first_pipeline_stage",
+    ),
+    ("122b_npu", [f"{O}.num_layers_in_first_pipeline_stage=10"], "num_layers_in_first_pipeline_stage"),
+    ("35b_gpu", [f"{O}.num_layers_in_first_pipeline_stage=20"], "num_layers_in_first_pipeline_stage"),
+    ("122b_npu", [f"{O}.account_for_embedding_in_pipeline_split=true"], "account_for_embedding"),
+    (
+        "35b_npu",
+        [f"{O}.num_layers_in_first_pipeline_stage=19", f"{O}.account_for_loss_in_pipeline_split=true"],
+        "num_layers_in_first_pipeline_stage",
+    ),
+    ("122b_npu", ["parallel.vpp=5"], "parallel.vpp"),
+    ("35b_npu", [f"{O}.pipeline_model_parallel_layout='Et*20|t*19L'"], "pipeline_model_parallel_layout"),
+    ("35b_npu", [f"{O}.pipeline_model_parallel_layout='Et*20|t*20'"], "pipeline_model_parallel_layout"),
+    (
+        "35b_npu",
+        [f"{O}.pipeline_model_parallel_layout='Et*20|t*20L'", f"{O}.num_layers_in_first_pipeline_stage=20"],
+        "pipeline_model_parallel_layout",
+    ),
+    # micro-batches (verl engine/utils.py prepare_micro_batches, megatron schedules.py)
+    ("122b_npu", ["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=5"], "log_prob_micro_batch_size"),
+    (
+        "35b_gpu",
+        ["actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=3"],
+        "ref.log_prob_micro_batch_size_per_gpu",
+    ),
+    ("122b_npu", ["parallel.vpp=2", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8"], "parallel.vpp"),
+    ("122b_npu", ["parallel.vpp=2", f"{O}.microbatch_group_size_per_vp_stage=2"], "microbatch_group_size"),
+    # rollout
+    ("122b_npu", ["parallel.gen_tp=8", "actor_rollout_ref.rollout.data_parallel_size=3"], "parallel.gen_tp"),
+    ("35b_gpu", ["actor_rollout_ref.rollout.max_model_len=300000"], "max_model_len"),
+    ("35b_gpu", ["actor_rollout_ref.model.path=Qwen/Qwen3.5-122B-A10B"], "actor_rollout_ref.model.path"),
+    # MTP
+    ("35b_gpu", [f"{O}.mtp_num_layers=1"], "mtp_num_layers"),
+    ("35b_gpu", ["actor_rollout_ref.model.mtp.enable=true", f"{O}.mtp_num_layers=2"], "mtp_num_layers"),
+]
+# Real settings that must pass: verl's Ascend docs, megatron-core boundaries.
+ACCEPTED = [
+    (
+        "122b_npu",
+        [
+            f"{O}.use_fused_swiglu=true",
+            f"{O}.use_fused_rotary_pos_emb=true",
+            f"{O}.apply_rope_fusion=true",
+            f"{O}.use_fused_rmsnorm=true",
+            f"{O}.fused_permute_unpermute=true",
+            f"{O}.use_ascend_mc2=true",
+            f"{O}.use_distributed_optimizer=true",
+            f"{O}.sequence_parallel=true",
+            f"{O}.swap_optimizer=true",
+            f"{O}.moe_alltoall_overlap_comm=true",
+        ],
+    ),
+    ("35b_npu", ["parallel.cp=2", f"{O}.context_parallel_size=2", f"{O}.context_parallel_algo=megatron_cp_algo"]),
+    ("122b_npu", ["parallel.vpp=2"]),
+    ("122b_npu", ["parallel.vpp=3"]),
+    ("122b_npu", ["parallel.vpp=4"]),
+    ("35b_npu", [f"{O}.num_layers_in_first_pipeline_stage=18", f"{O}.num_layers_in_last_pipeline_stage=22"]),
+    ("122b_npu", [f"{O}.num_layers_in_first_pipeline_stage=11", f"{O}.num_layers_in_last_pipeline_stage=13"]),
+    ("122b_npu", [f"{O}.num_layers_in_first_pipeline_stage=12"]),
+    ("35b_npu", [f"{O}.account_for_embedding_in_pipeline_split=true", f"{O}.account_for_loss_in_pipeline_split=true"]),
+    ("35b_npu", [f"{O}.pipeline_model_parallel_layout='Et*20|t*20L'"]),
+    (
+        "35b_gpu",
+        [
+            f"{M}.recompute_granularity=selective",
+            f"{M}.recompute_num_layers=null",
+            f"{M}.recompute_method=null",
+            f"{M}.recompute_modules=[core_attn,moe_act]",
+        ],
+    ),
+    ("35b_gpu", [f"{M}.recompute_method=block", f"{M}.recompute_num_layers=4"]),
+    ("35b_gpu", [f"{O}.moe_router_dtype=fp32", f"{O}.moe_shared_expert_overlap=true"]),
+    ("35b_gpu", [f"{O}.tensor_model_parallel_size=2"]),
+    ("122b_gpu", ["data.max_response_length=11000"]),
+    (
+        "35b_gpu",
+        ["actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4"],
+    ),
+    ("35b_gpu", ["actor_rollout_ref.model.mtp.enable=true", f"{O}.mtp_num_layers=1"]),
+    ("35b_gpu", ["actor_rollout_ref.model.path=/models/Qwen3.5-35B-A3B"]),
+]
+
+
+def _cfg(preset, overrides):
+    model, device = preset.split("_")
+    return compose([f"model={model}", f"device={device}", *overrides])
+
+
+@pytest.mark.parametrize(("preset", "overrides", "key"), REFUSED, ids=[f"{c[2]}-{i}" for i, c in enumerate(REFUSED)])
+def test_refused_naming_the_key(preset, overrides, key):
+    found = [p for p in preflight(_cfg(preset, overrides), machine_missing="warning") if p.level == "error"]
+    assert any(key in k for p in found for k in p.keys), f"{overrides}: {[str(p) for p in found]}"
+
+
+@pytest.mark.parametrize(("preset", "overrides"), ACCEPTED, ids=[str(i) for i in range(len(ACCEPTED))])
+def test_accepted_by_fast_and_real_validators(preset, overrides):
+    cfg = _cfg(preset, overrides)
+    assert [str(p) for p in preflight(cfg, machine_missing="warning") if p.level == "error"] == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert [str(p) for p in real_problems(cfg, device_of(cfg))] == []
+
+
+def test_real_validator_refusals_name_our_keys():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = _cfg("122b_npu", [f"{O}.num_layers_in_first_pipeline_stage=10"])
+        (problem,) = real_problems(cfg, device_of(cfg))
+        assert "megatron.override_transformer_config.num_layers_in_first_pipeline_stage" in problem.keys
+        cfg = _cfg("35b_gpu", ["parallel.tp=1", "parallel.gen_tp=8", f"{O}.sequence_parallel=true"])
+        (problem,) = real_problems(cfg, device_of(cfg))
+        assert "megatron.override_transformer_config.sequence_parallel" in problem.keys
+
+
+@pytest.mark.parametrize("override", ["parallel.vpp=2.5", "parallel.tp=two", "data.train_batch_size=abc"])
+def test_bad_values_exit_2_without_traceback(override):
+    run = subprocess.run(
+        [sys.executable, "-m", "verl_qwen35", "model=35b", "device=gpu", override, "dry_run=true"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 2
+    assert "Traceback" not in run.stderr and override.split("=")[0] in run.stderr
