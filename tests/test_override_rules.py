@@ -11,7 +11,7 @@ from verl_qwen35.checks import device_of, preflight
 from verl_qwen35.compose import compose
 from verl_qwen35.validators import real_problems
 
-O = "+megatron.override_transformer_config"
+ADD = "+megatron.override_transformer_config"
 M = "megatron.override_transformer_config"
 
 # (preset, overrides, a key the refusal must name)
@@ -39,44 +39,44 @@ REFUSED = [
         ],
         "recompute_modules",
     ),
-    ("35b_gpu", [f"{O}.tensor_model_parallel_size=4"], "parallel.tp"),
-    ("122b_npu", [f"{O}.context_parallel_size=2"], "parallel.cp"),
-    ("35b_gpu", [f"{O}.sequence_parallel=true", "parallel.tp=1", "parallel.gen_tp=8"], "sequence_parallel"),
+    ("35b_gpu", [f"{ADD}.tensor_model_parallel_size=4"], "parallel.tp"),
+    ("122b_npu", [f"{ADD}.context_parallel_size=2"], "parallel.cp"),
+    ("35b_gpu", [f"{ADD}.sequence_parallel=true", "parallel.tp=1", "parallel.gen_tp=8"], "sequence_parallel"),
     ("35b_gpu", [f"{M}.attention_backend=flashy"], "attention_backend"),
     ("35b_gpu", [f"{M}.moe_grouped_gemm=yes"], "moe_grouped_gemm"),
-    ("35b_gpu", [f"{O}.moe_token_dispatcher_type=alltoall_seq"], "moe_token_dispatcher_type"),
+    ("35b_gpu", [f"{ADD}.moe_token_dispatcher_type=alltoall_seq"], "moe_token_dispatcher_type"),
     (
         "35b_gpu",
-        [f"{O}.moe_shared_expert_overlap=true", f"{O}.moe_token_dispatcher_type=allgather"],
+        [f"{ADD}.moe_shared_expert_overlap=true", f"{ADD}.moe_token_dispatcher_type=allgather"],
         "moe_shared_expert_overlap",
     ),
-    ("35b_gpu", [f"{O}.moe_router_enable_expert_bias=true"], "moe_router_enable_expert_bias"),
-    ("35b_gpu", [f"{O}.fp8_param=true"], "fp8_param"),
-    ("35b_gpu", [f"{O}.cpu_offloading=true"], "cpu_offloading"),
-    ("35b_gpu", [f"{O}.num_hidden_layers=40"], "num_hidden_layers"),
-    ("35b_gpu", [f"{O}.hidden_size=4096"], "hidden_size"),
+    ("35b_gpu", [f"{ADD}.moe_router_enable_expert_bias=true"], "moe_router_enable_expert_bias"),
+    ("35b_gpu", [f"{ADD}.fp8_param=true"], "fp8_param"),
+    ("35b_gpu", [f"{ADD}.cpu_offloading=true"], "cpu_offloading"),
+    ("35b_gpu", [f"{ADD}.num_hidden_layers=40"], "num_hidden_layers"),
+    ("35b_gpu", [f"{ADD}.hidden_size=4096"], "hidden_size"),
     # pipeline stages (transformer_config.py / transformer_block.py)
-    ("35b_npu", [f"{O}.num_layers_in_first_pipeline_stage=0"], "num_layers_in_first_pipeline_stage"),
-    ("35b_npu", [f"{O}.num_layers_in_first_pipeline_stage=-2"], "num_layers_in_first_pipeline_stage"),
+    ("35b_npu", [f"{ADD}.num_layers_in_first_pipeline_stage=0"], "num_layers_in_first_pipeline_stage"),
+    ("35b_npu", [f"{ADD}.num_layers_in_first_pipeline_stage=-2"], "num_layers_in_first_pipeline_stage"),
     (
         "35b_npu",
-        [f"{O}.num_layers_in_first_pipeline_stage=20", f"{O}.num_layers_in_last_pipeline_stage=19"],
+        [f"{ADD}.num_layers_in_first_pipeline_stage=20", f"{ADD}.num_layers_in_last_pipeline_stage=19"],
         "num_layers_in_first_pipeline_stage",
     ),
-    ("122b_npu", [f"{O}.num_layers_in_first_pipeline_stage=10"], "num_layers_in_first_pipeline_stage"),
-    ("35b_gpu", [f"{O}.num_layers_in_first_pipeline_stage=20"], "num_layers_in_first_pipeline_stage"),
-    ("122b_npu", [f"{O}.account_for_embedding_in_pipeline_split=true"], "account_for_embedding"),
+    ("122b_npu", [f"{ADD}.num_layers_in_first_pipeline_stage=10"], "num_layers_in_first_pipeline_stage"),
+    ("35b_gpu", [f"{ADD}.num_layers_in_first_pipeline_stage=20"], "num_layers_in_first_pipeline_stage"),
+    ("122b_npu", [f"{ADD}.account_for_embedding_in_pipeline_split=true"], "account_for_embedding"),
     (
         "35b_npu",
-        [f"{O}.num_layers_in_first_pipeline_stage=19", f"{O}.account_for_loss_in_pipeline_split=true"],
+        [f"{ADD}.num_layers_in_first_pipeline_stage=19", f"{ADD}.account_for_loss_in_pipeline_split=true"],
         "num_layers_in_first_pipeline_stage",
     ),
     ("122b_npu", ["parallel.vpp=5"], "parallel.vpp"),
-    ("35b_npu", [f"{O}.pipeline_model_parallel_layout='Et*20|t*19L'"], "pipeline_model_parallel_layout"),
-    ("35b_npu", [f"{O}.pipeline_model_parallel_layout='Et*20|t*20'"], "pipeline_model_parallel_layout"),
+    ("35b_npu", [f"{ADD}.pipeline_model_parallel_layout='Et*20|t*19L'"], "pipeline_model_parallel_layout"),
+    ("35b_npu", [f"{ADD}.pipeline_model_parallel_layout='Et*20|t*20'"], "pipeline_model_parallel_layout"),
     (
         "35b_npu",
-        [f"{O}.pipeline_model_parallel_layout='Et*20|t*20L'", f"{O}.num_layers_in_first_pipeline_stage=20"],
+        [f"{ADD}.pipeline_model_parallel_layout='Et*20|t*20L'", f"{ADD}.num_layers_in_first_pipeline_stage=20"],
         "pipeline_model_parallel_layout",
     ),
     # micro-batches (verl engine/utils.py prepare_micro_batches, megatron schedules.py)
@@ -87,41 +87,44 @@ REFUSED = [
         "ref.log_prob_micro_batch_size_per_gpu",
     ),
     ("122b_npu", ["parallel.vpp=2", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8"], "parallel.vpp"),
-    ("122b_npu", ["parallel.vpp=2", f"{O}.microbatch_group_size_per_vp_stage=2"], "microbatch_group_size"),
+    ("122b_npu", ["parallel.vpp=2", f"{ADD}.microbatch_group_size_per_vp_stage=2"], "microbatch_group_size"),
     # rollout
     ("122b_npu", ["parallel.gen_tp=8", "actor_rollout_ref.rollout.data_parallel_size=3"], "parallel.gen_tp"),
     ("35b_gpu", ["actor_rollout_ref.rollout.max_model_len=300000"], "max_model_len"),
     ("35b_gpu", ["actor_rollout_ref.model.path=Qwen/Qwen3.5-122B-A10B"], "actor_rollout_ref.model.path"),
     # MTP
-    ("35b_gpu", [f"{O}.mtp_num_layers=1"], "mtp_num_layers"),
-    ("35b_gpu", ["actor_rollout_ref.model.mtp.enable=true", f"{O}.mtp_num_layers=2"], "mtp_num_layers"),
+    ("35b_gpu", [f"{ADD}.mtp_num_layers=1"], "mtp_num_layers"),
+    ("35b_gpu", ["actor_rollout_ref.model.mtp.enable=true", f"{ADD}.mtp_num_layers=2"], "mtp_num_layers"),
 ]
 # Real settings that must pass: verl's Ascend docs, megatron-core boundaries.
 ACCEPTED = [
     (
         "122b_npu",
         [
-            f"{O}.use_fused_swiglu=true",
-            f"{O}.use_fused_rotary_pos_emb=true",
-            f"{O}.apply_rope_fusion=true",
-            f"{O}.use_fused_rmsnorm=true",
-            f"{O}.fused_permute_unpermute=true",
-            f"{O}.use_ascend_mc2=true",
-            f"{O}.use_distributed_optimizer=true",
-            f"{O}.sequence_parallel=true",
-            f"{O}.swap_optimizer=true",
-            f"{O}.moe_alltoall_overlap_comm=true",
+            f"{ADD}.use_fused_swiglu=true",
+            f"{ADD}.use_fused_rotary_pos_emb=true",
+            f"{ADD}.apply_rope_fusion=true",
+            f"{ADD}.use_fused_rmsnorm=true",
+            f"{ADD}.fused_permute_unpermute=true",
+            f"{ADD}.use_ascend_mc2=true",
+            f"{ADD}.use_distributed_optimizer=true",
+            f"{ADD}.sequence_parallel=true",
+            f"{ADD}.swap_optimizer=true",
+            f"{ADD}.moe_alltoall_overlap_comm=true",
         ],
     ),
-    ("35b_npu", ["parallel.cp=2", f"{O}.context_parallel_size=2", f"{O}.context_parallel_algo=megatron_cp_algo"]),
+    ("35b_npu", ["parallel.cp=2", f"{ADD}.context_parallel_size=2", f"{ADD}.context_parallel_algo=megatron_cp_algo"]),
     ("122b_npu", ["parallel.vpp=2"]),
     ("122b_npu", ["parallel.vpp=3"]),
     ("122b_npu", ["parallel.vpp=4"]),
-    ("35b_npu", [f"{O}.num_layers_in_first_pipeline_stage=18", f"{O}.num_layers_in_last_pipeline_stage=22"]),
-    ("122b_npu", [f"{O}.num_layers_in_first_pipeline_stage=11", f"{O}.num_layers_in_last_pipeline_stage=13"]),
-    ("122b_npu", [f"{O}.num_layers_in_first_pipeline_stage=12"]),
-    ("35b_npu", [f"{O}.account_for_embedding_in_pipeline_split=true", f"{O}.account_for_loss_in_pipeline_split=true"]),
-    ("35b_npu", [f"{O}.pipeline_model_parallel_layout='Et*20|t*20L'"]),
+    ("35b_npu", [f"{ADD}.num_layers_in_first_pipeline_stage=18", f"{ADD}.num_layers_in_last_pipeline_stage=22"]),
+    ("122b_npu", [f"{ADD}.num_layers_in_first_pipeline_stage=11", f"{ADD}.num_layers_in_last_pipeline_stage=13"]),
+    ("122b_npu", [f"{ADD}.num_layers_in_first_pipeline_stage=12"]),
+    (
+        "35b_npu",
+        [f"{ADD}.account_for_embedding_in_pipeline_split=true", f"{ADD}.account_for_loss_in_pipeline_split=true"],
+    ),
+    ("35b_npu", [f"{ADD}.pipeline_model_parallel_layout='Et*20|t*20L'"]),
     (
         "35b_gpu",
         [
@@ -132,14 +135,14 @@ ACCEPTED = [
         ],
     ),
     ("35b_gpu", [f"{M}.recompute_method=block", f"{M}.recompute_num_layers=4"]),
-    ("35b_gpu", [f"{O}.moe_router_dtype=fp32", f"{O}.moe_shared_expert_overlap=true"]),
-    ("35b_gpu", [f"{O}.tensor_model_parallel_size=2"]),
+    ("35b_gpu", [f"{ADD}.moe_router_dtype=fp32", f"{ADD}.moe_shared_expert_overlap=true"]),
+    ("35b_gpu", [f"{ADD}.tensor_model_parallel_size=2"]),
     ("122b_gpu", ["data.max_response_length=11000"]),
     (
         "35b_gpu",
         ["actor_rollout_ref.actor.use_kl_loss=true", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4"],
     ),
-    ("35b_gpu", ["actor_rollout_ref.model.mtp.enable=true", f"{O}.mtp_num_layers=1"]),
+    ("35b_gpu", ["actor_rollout_ref.model.mtp.enable=true", f"{ADD}.mtp_num_layers=1"]),
     ("35b_gpu", ["actor_rollout_ref.model.path=/models/Qwen3.5-35B-A3B"]),
 ]
 
@@ -167,10 +170,10 @@ def test_accepted_by_fast_and_real_validators(preset, overrides):
 def test_real_validator_refusals_name_our_keys():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cfg = _cfg("122b_npu", [f"{O}.num_layers_in_first_pipeline_stage=10"])
+        cfg = _cfg("122b_npu", [f"{ADD}.num_layers_in_first_pipeline_stage=10"])
         (problem,) = real_problems(cfg, device_of(cfg))
         assert "megatron.override_transformer_config.num_layers_in_first_pipeline_stage" in problem.keys
-        cfg = _cfg("35b_gpu", ["parallel.tp=1", "parallel.gen_tp=8", f"{O}.sequence_parallel=true"])
+        cfg = _cfg("35b_gpu", ["parallel.tp=1", "parallel.gen_tp=8", f"{ADD}.sequence_parallel=true"])
         (problem,) = real_problems(cfg, device_of(cfg))
         assert "megatron.override_transformer_config.sequence_parallel" in problem.keys
 

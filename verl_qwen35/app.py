@@ -7,6 +7,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks import Problem, device_of, preflight
+from verl_qwen35.checks.parity import link_patch
 from verl_qwen35.checks.values import value_problems
 from verl_qwen35.environment import from_shell, job_environment
 from verl_qwen35.plan import plan_lines
@@ -65,6 +66,7 @@ def separate_sweep_job(cfg: DictConfig, output_dir: str) -> None:
 def run(cfg: DictConfig) -> None:
     mode = mode_of(cfg)
     choices, output_dir = _choices()
+    link_patch(cfg)
     OmegaConf.resolve(cfg)
     if in_multirun() and output_dir:
         separate_sweep_job(cfg, output_dir)
