@@ -106,9 +106,9 @@ def parity_errors(cfg: DictConfig) -> list[Problem]:
     """One error per key on which actor, ref and the patch disagree, naming all three keys."""
     errors = []
     sources = patch_sources(cfg)
+    actor_all, ref_all = (plain(OmegaConf.select(cfg, side, default=None)) or {} for side in (ACTOR, REF))
     for key, source in sources.items():
-        actor = plain(OmegaConf.select(cfg, f"{ACTOR}.{key}", default=None))
-        ref = plain(OmegaConf.select(cfg, f"{REF}.{key}", default=None))
+        actor, ref = actor_all.get(key), ref_all.get(key)
         if source is None:
             if actor != ref:
                 errors.append(
@@ -121,7 +121,6 @@ def parity_errors(cfg: DictConfig) -> list[Problem]:
                     )
                 )
             continue
-        want = plain(OmegaConf.select(cfg, source))
         keys = (f"{ACTOR}.{key}", f"{REF}.{key}", source)
         if actor != ref:
             errors.append(
@@ -133,7 +132,7 @@ def parity_errors(cfg: DictConfig) -> list[Problem]:
                     ),
                 )
             )
-        elif actor != want:
+        elif actor != (want := plain(OmegaConf.select(cfg, source))):
             errors.append(
                 error(
                     keys,
@@ -143,16 +142,14 @@ def parity_errors(cfg: DictConfig) -> list[Problem]:
                     ),
                 )
             )
-    return errors + subtree_errors(cfg, set(sources))
+    return errors + subtree_errors(cfg, set(sources), actor_all, ref_all)
 
 
-def subtree_errors(cfg: DictConfig, compared: set[str]) -> list[Problem]:
+def subtree_errors(cfg: DictConfig, compared: set[str], actor_all: dict, ref_all: dict) -> list[Problem]:
     """Every other leaf of the two megatron subtrees must be equal too (`seed`, `sequence_parallel`,
     `use_distributed_optimizer`, `override_ddp_config`, `use_dist_checkpointing`, ...)."""
-    sides = [plain(OmegaConf.select(cfg, side, default=None)) or {} for side in (ACTOR, REF)]
-    actor, ref = (
-        _leaves({k: v for k, v in side.items() if k not in compared and k not in ONE_SIDED}) for side in sides
-    )
+    skip = compared | set(ONE_SIDED)
+    actor, ref = (_leaves({k: v for k, v in side.items() if k not in skip}) for side in (actor_all, ref_all))
     errors = []
     for path in sorted(set(actor) | set(ref)):
         if actor.get(path, "<absent>") == ref.get(path, "<absent>"):

@@ -91,10 +91,15 @@ def integer_problem(key: str, value: Any, nullable: bool, lowest: int) -> str | 
 def value_problems(cfg: DictConfig) -> list[Problem]:
     found: list[Problem] = []
     bad_sources: set[str] = set()
+    parents: dict[str, Any] = {}
     for key, (nullable, lowest) in INTEGERS.items():
-        if OmegaConf.select(cfg, key, default="<absent>", throw_on_missing=False) == "<absent>":
+        parent_key, _, leaf = key.rpartition(".")
+        if parent_key not in parents:
+            parents[parent_key] = OmegaConf.select(cfg, parent_key, default=None)
+        parent = parents[parent_key]
+        if not isinstance(parent, DictConfig) or leaf not in parent:
             continue
-        value = OmegaConf.select(cfg, key)
+        value = parent[leaf]
         why = integer_problem(key, value, nullable, lowest)
         if why is None:
             continue
