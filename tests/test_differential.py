@@ -13,11 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
+from verl_qwen35.checks.batches import share_problems
 from verl_qwen35.checks.layout import Layout, layout_problems
 from verl_qwen35.checks.pipeline import Split
 from verl_qwen35.checks.transformer import transformer_problems
 from verl_qwen35.paths import conf_dir
-from verl_qwen35.validators import real_transformer_problems
+from verl_qwen35.validators import micro_batch_refusal, real_transformer_problems
 
 DRAWS = 2500
 ARCH = {name: OmegaConf.load(Path(conf_dir()) / "model" / f"{name}.yaml").model for name in ("35b", "122b")}
@@ -117,3 +118,29 @@ def test_fast_rules_agree_with_the_real_transformer_config(capsys):
     with capsys.disabled():
         print(f"\ndifferential: {compared['draws']} draws compared, {compared['refused']} refused by either side")
     assert compared["draws"] >= DRAWS // 2
+
+
+BATCH_DRAWS = 1000
+batches = {"draws": 0, "refused": 0}
+
+
+@settings(max_examples=BATCH_DRAWS, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(
+    prompts=st.sampled_from([8, 16, 32, 64, 96, 128, 256]),
+    n=st.integers(1, 8),
+    dp=st.sampled_from([1, 2, 3, 4, 8, 16, 32]),
+    micro=st.integers(1, 16),
+)
+def check_a_batch(prompts, n, dp, micro):
+    fast, _ = share_problems(prompts * n, dp, micro, pp=1, vpp=None, group=None)
+    real = micro_batch_refusal(prompts * n, dp, micro)
+    batches["draws"] += 1
+    batches["refused"] += bool(fast or real)
+    assert bool(fast) == bool(real), (fast, real)
+
+
+def test_micro_batch_rule_agrees_with_verls_prepare_micro_batches(capsys):
+    check_a_batch()
+    with capsys.disabled():
+        print(f"\ndifferential: {batches['draws']} batch draws compared with verl, {batches['refused']} refused")
+    assert batches["draws"] >= BATCH_DRAWS // 2

@@ -216,6 +216,60 @@ def real_verl_problems(cfg: DictConfig) -> list[Problem]:
     return []
 
 
+def micro_batch_refusal(sequences: int, dp: int, micro: int) -> str | None:
+    """verl's own `prepare_micro_batches` (verl/workers/engine/utils.py) on one DP rank's share of
+    `sequences`; the share itself must be whole (verl's dispatch chunks the batch evenly over DP ranks)."""
+    import torch
+    from tensordict import TensorDict
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.engine.utils import prepare_micro_batches
+
+    if sequences % dp:
+        return f"{sequences} sequences do not split evenly over DP={dp} ranks"
+    share = sequences // dp
+    data = TensorDict({"input_ids": torch.zeros(share, 1)}, batch_size=[share])
+    tu.assign_non_tensor(data, micro_batch_size_per_gpu=micro, use_dynamic_bsz=False)
+    try:
+        prepare_micro_batches(data)
+    except AssertionError as err:
+        return f"{share} sequences per DP rank, micro-batch {micro}: {err}"
+    return None
+
+
+def real_batch_problems(cfg: DictConfig, lo: Layout, uses_ref: bool) -> list[Problem]:
+    """verl's micro-batch split for training and the log-prob passes, without dynamic batch size."""
+    arr = cfg.actor_rollout_ref
+    if arr.actor.use_dynamic_bsz or lo.world % (lo.tp * lo.pp * lo.cp):
+        return []
+    train, n = cfg.data.train_batch_size, arr.rollout.n
+    passes = [
+        ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", arr.actor.ppo_micro_batch_size_per_gpu, train * n),
+        (
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+            arr.actor.ppo_micro_batch_size_per_gpu,
+            arr.actor.ppo_mini_batch_size * n,
+        ),
+        (
+            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+            arr.rollout.log_prob_micro_batch_size_per_gpu,
+            train * n,
+        ),
+    ]
+    if uses_ref:
+        passes.append(
+            (
+                "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+                arr.ref.log_prob_micro_batch_size_per_gpu,
+                train * n,
+            )
+        )
+    found = []
+    for key, micro, sequences in passes:
+        if micro is not None and (why := micro_batch_refusal(sequences, lo.dp, micro)):
+            found.append(error((key, "data.train_batch_size", "actor_rollout_ref.rollout.n"), f"verl: {why}"))
+    return found
+
+
 def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
     """Both real validators on a resolved config that passed the fast preflight."""
     from verl_qwen35.checks import override_dict
@@ -234,4 +288,7 @@ def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
         dtype=cfg.megatron.dtype,
         mtp=mtp_layers_built(otc, mtp_enabled, cfg.model.get("mtp_num_layers", 0) or 0),
     )
+    from verl_qwen35.checks.batches import uses_reference
+
+    found += real_batch_problems(cfg, Layout.of(cfg), uses_reference(cfg))
     return found + real_verl_problems(cfg)
