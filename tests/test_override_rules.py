@@ -92,6 +92,10 @@ REFUSED = [
     ("122b_npu", ["parallel.gen_tp=8", "actor_rollout_ref.rollout.data_parallel_size=3"], "parallel.gen_tp"),
     ("35b_gpu", ["actor_rollout_ref.rollout.max_model_len=300000"], "max_model_len"),
     ("35b_gpu", ["actor_rollout_ref.model.path=Qwen/Qwen3.5-122B-A10B"], "actor_rollout_ref.model.path"),
+    # verl dataclass enums (verl/workers/config/actor.py, rollout.py)
+    ("35b_gpu", ["actor_rollout_ref.actor.loss_agg_mode=token-avg"], "loss_agg_mode"),
+    ("35b_gpu", ["actor_rollout_ref.rollout.mode=sync"], "rollout.mode"),
+    ("35b_gpu", ["megatron.dtype=fp32"], "megatron.dtype"),
     # MTP
     ("35b_gpu", [f"{ADD}.mtp_num_layers=1"], "mtp_num_layers"),
     ("35b_gpu", ["actor_rollout_ref.model.mtp.enable=true", f"{ADD}.mtp_num_layers=2"], "mtp_num_layers"),
@@ -187,3 +191,20 @@ def test_bad_values_exit_2_without_traceback(override):
     )
     assert run.returncode == 2
     assert "Traceback" not in run.stderr and override.split("=")[0] in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("actor_rollout_ref.actor.loss_agg_mode=token-avg", "actor_rollout_ref.actor.loss_agg_mode"),
+        ("actor_rollout_ref.rollout.mode=sync", "actor_rollout_ref.rollout"),
+        ("+actor_rollout_ref.actor.megatron.not_a_field=1", "not_a_field"),
+    ],
+)
+def test_verl_refusals_name_a_key(override, key):
+    from verl_qwen35.validators import real_verl_problems
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (problem,) = real_verl_problems(_cfg("35b_gpu", [override]))
+    assert any(key in k for k in problem.keys), str(problem)

@@ -188,10 +188,13 @@ _VERL_KEYS = [
 
 def verl_message_keys(message: str, node: str) -> tuple[str, ...]:
     full_key = re.search(r"full_key: (\S+)", message)
-    if full_key:
-        return (f"{node}.{full_key.group(1)}" if not full_key.group(1).startswith(node) else full_key.group(1),)
+    where = full_key.group(1) if full_key else node
+    if not where.startswith("actor_rollout_ref"):
+        where = f"{node}.{where}"
+    if unexpected := re.search(r"unexpected keyword argument '(\w+)'", message):
+        return (f"{where}.{unexpected.group(1)}",)
     keys = [k for pattern, named in _VERL_KEYS if re.search(pattern, message) for k in named]
-    return tuple(dict.fromkeys(keys)) or (node,)
+    return tuple(dict.fromkeys(keys)) or (where,)
 
 
 def real_verl_problems(cfg: DictConfig) -> list[Problem]:
@@ -291,4 +294,9 @@ def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
     from verl_qwen35.checks.batches import uses_reference
 
     found += real_batch_problems(cfg, Layout.of(cfg), uses_reference(cfg))
-    return found + real_verl_problems(cfg)
+    if not found:
+        print("megatron   TransformerConfig and layer split (megatron-core's own), verl micro-batches: OK")
+    verl_found = real_verl_problems(cfg)
+    if not verl_found:
+        print("verl       validate_config and actor/ref/rollout dataclasses: OK")
+    return found + verl_found

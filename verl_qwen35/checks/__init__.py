@@ -24,6 +24,7 @@ from verl_qwen35.checks.transformer import (
     type_problems,
 )
 from verl_qwen35.checks.values import value_problems
+from verl_qwen35.checks.verl_settings import verl_setting_problems
 from verl_qwen35.environment import secret_errors
 
 __all__ = ["Problem", "preflight", "transformer_config_fields", "error"]
@@ -68,6 +69,7 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     found += rollout_problems(layout, cfg.model, cfg.actor_rollout_ref.rollout.name)
     found += rollout_setting_problems(cfg)
     found += weights_problems(cfg)
+    found += verl_setting_problems(cfg)
     if layout.world % (layout.tp * layout.pp * layout.cp) == 0:  # else DP is undefined
         found += batch_problems(cfg, layout, uses_reference(cfg))
     found += packing_problems(cfg, megatron_core_version())
