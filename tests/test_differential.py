@@ -64,6 +64,13 @@ VALUES = {
     "account_for_loss_in_pipeline_split": st.booleans(),
     "tensor_model_parallel_size": st.sampled_from([1, 2, 4]),
     "context_parallel_size": st.sampled_from([1, 2]),
+    "enable_cuda_graph": st.booleans(),
+    "cuda_graph_impl": st.sampled_from(["none", "local", "transformer_engine"]),
+    "cuda_graph_scope": st.sampled_from([[], ["full_iteration"], ["attn"], ["moe_router"], ["moe", "moe_router"]]),
+    "bias_activation_fusion": st.booleans(),
+    "use_te_activation_func": st.booleans(),
+    "fine_grained_activation_offloading": st.booleans(),
+    "offload_modules": st.sampled_from([None, ["core_attn"], ["attn_proj"], ["expert_fc1", "moe_act"]]),
 }
 PRESET = {"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1}
 

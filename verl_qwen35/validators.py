@@ -47,6 +47,7 @@ _MESSAGE_KEYS = [
 def facts_config(arch: Any, lo: Layout, *, sequence_parallel: bool, dtype: str, mtp: int | None) -> dict[str, Any]:
     """TransformerConfig arguments for this Qwen3.5 model on this layout, before overrides."""
     import torch
+    import torch.nn.functional as F
     from megatron.core.transformer.enums import AttnBackend
 
     torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float16
@@ -69,6 +70,7 @@ def facts_config(arch: Any, lo: Layout, *, sequence_parallel: bool, dtype: str, 
         "linear_num_key_heads": arch.linear_num_key_heads,
         "linear_num_value_heads": arch.linear_num_value_heads,
         "gated_linear_unit": True,
+        "activation_func": F.silu,
         "normalization": "RMSNorm",
         "add_bias_linear": False,
         "attention_output_gate": True,

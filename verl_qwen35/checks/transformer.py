@@ -46,6 +46,10 @@ RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", 
 # transformer/moe/router.py: load-balancing types the router implements (TransformerConfig types it as str).
 LOAD_BALANCING = ("aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none")
 CAPACITY_BALANCING = ("aux_loss", "seq_aux_loss", "global_aux_loss", "none")
+# transformer/enums.py CudaGraphScope; "full" is the deprecated spelling of the empty list.
+CUDA_GRAPH_SCOPES = ("full_iteration", "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba")
+# transformer_config.py: fine_grained_activation_offloading modules.
+OFFLOAD_MODULES = ("core_attn", "attn_proj", "expert_fc1", "moe_act", "attn_norm", "mlp_norm", "qkv_linear")
 
 
 def kind_of(value: Any) -> str:
@@ -135,6 +139,8 @@ def transformer_problems(
     if lo.cp > 1 and isinstance(get("cp_comm_type"), list) and len(get("cp_comm_type")) != arch.num_layers:
         add("cp_comm_type", f"as a list needs one entry per layer ({arch.num_layers})")
     found += _no_rope_problems(otc, arch)
+    found += _cuda_graph_problems(otc)
+    found += _offload_and_activation_problems(otc)
     if get("fused_single_qkv_rope") and get("attention_output_gate", True):
         add("fused_single_qkv_rope", "=true does not support gated attention (Qwen3.5's attention output gate)")
     if get("batch_invariant_mode") and get("attention_backend", "flash") != "flash":
@@ -330,3 +336,82 @@ def mtp_problems(otc: Mapping[str, Any], enabled: bool, model_mtp: int, model_na
     if asked is not None and asked > model_mtp:
         return [error(key, f"={asked} but {model_name} ships {model_mtp} MTP layer(s); use at most {model_mtp}")]
     return []
+
+
+def _cuda_graph_problems(otc: Mapping[str, Any]) -> list[Problem]:
+    """transformer_config.py, cuda graph section (Qwen3.5: every layer MoE, no drop-and-pad by default)."""
+    get, found = otc.get, []
+    key, impl_key, scope_key = f"{OTC}.enable_cuda_graph", f"{OTC}.cuda_graph_impl", f"{OTC}.cuda_graph_scope"
+    impl = get("cuda_graph_impl", "none")
+    if get("enable_cuda_graph") or get("external_cuda_graph"):
+        if impl != "none":
+            return [
+                error((key, impl_key), "enable_cuda_graph/external_cuda_graph are the old spelling of cuda_graph_impl")
+            ]
+        if get("enable_cuda_graph") and get("external_cuda_graph"):
+            return [
+                error(
+                    (key, f"{OTC}.external_cuda_graph"), "enable_cuda_graph and external_cuda_graph exclude each other"
+                )
+            ]
+        impl = "local" if get("enable_cuda_graph") else "transformer_engine"
+    scope = get("cuda_graph_scope") or []
+    scope = scope.split(",") if isinstance(scope, str) else list(scope)
+    if "full" in scope:
+        if scope != ["full"]:
+            return [error(scope_key, "'full' cannot be combined with other scopes")]
+        scope = []
+    if bad := [s for s in scope if s not in CUDA_GRAPH_SCOPES]:
+        return [error(scope_key, f"{bad} not in {list(CUDA_GRAPH_SCOPES)}")]
+    if impl == "none":
+        return []
+    if get("cpu_offloading"):
+        found.append(error((impl_key, f"{OTC}.cpu_offloading"), "CUDA graphs do not work with cpu_offloading"))
+    if impl == "local" and ("moe_router" in scope or "moe_preprocess" in scope):
+        scope = list(dict.fromkeys([*scope, "moe_router", "moe_preprocess"]))
+    if impl == "transformer_engine" and "full_iteration" in scope:
+        found.append(error((scope_key, impl_key), "full_iteration needs cuda_graph_impl=local"))
+    if "moe" in scope and "moe_router" in scope:
+        found.append(error(scope_key, "cannot contain both moe and moe_router"))
+    if "moe_preprocess" in scope and "moe_router" not in scope:
+        found.append(error(scope_key, "moe_preprocess needs moe_router"))
+    if "mlp" in scope:
+        found.append(error(scope_key, "mlp graphs are for dense layers; every Qwen3.5 layer is MoE"))
+    capacity = get("moe_expert_capacity_factor")
+    if "moe" in scope and (capacity is None or capacity < 0 or not get("moe_pad_expert_input_to_capacity")):
+        found.append(error(scope_key, "moe graphs need drop-and-pad MoE (capacity factor + pad to capacity)"))
+    granularity = get("recompute_granularity")
+    if granularity and granularity != "selective" and scope != ["full_iteration"]:
+        found.append(
+            error(
+                (scope_key, f"{OTC}.recompute_granularity"),
+                "full recompute works only with cuda_graph_scope=[full_iteration] (and cuda_graph_impl=local)",
+            )
+        )
+    return found
+
+
+def _offload_and_activation_problems(otc: Mapping[str, Any]) -> list[Problem]:
+    get, found = otc.get, []
+    if get("fine_grained_activation_offloading"):
+        modules = get("offload_modules") or []
+        key = f"{OTC}.offload_modules"
+        if not modules:
+            found.append(error(key, "fine_grained_activation_offloading needs offload_modules"))
+        elif bad := sorted(set(modules) - set(OFFLOAD_MODULES)):
+            found.append(error(key, f"{bad} not in {list(OFFLOAD_MODULES)}"))
+        elif "attn_proj" in modules and "core_attn" not in modules:
+            found.append(error(key, "attn_proj needs core_attn offloaded too"))
+    if get("bias_activation_fusion"):
+        if get("use_te_activation_func"):
+            found.append(
+                error((f"{OTC}.bias_activation_fusion", f"{OTC}.use_te_activation_func"), "exclude each other")
+            )
+        if get("glu_linear_offset", 0.0) != 0.0:
+            found.append(error(f"{OTC}.glu_linear_offset", "non-zero needs quick_gelu; Qwen3.5 uses SwiGLU"))
+    if (
+        get("inference_fuse_tp_communication")
+        and get("transformer_impl", "transformer_engine") != "inference_optimized"
+    ):
+        found.append(error(f"{OTC}.inference_fuse_tp_communication", "needs transformer_impl=inference_optimized"))
+    return found
