@@ -96,6 +96,16 @@ REFUSED = [
     ("35b_gpu", ["actor_rollout_ref.actor.loss_agg_mode=token-avg"], "loss_agg_mode"),
     ("35b_gpu", ["actor_rollout_ref.rollout.mode=sync"], "rollout.mode"),
     ("35b_gpu", ["megatron.dtype=fp32"], "megatron.dtype"),
+    ("35b_gpu", ["actor_rollout_ref.actor.ppo_micro_batch_size=8"], "actor_rollout_ref.actor.ppo_micro_batch_size"),
+    ("35b_gpu", ["actor_rollout_ref.rollout.log_prob_micro_batch_size=8"], "rollout.log_prob_micro_batch_size"),
+    (
+        "35b_gpu",
+        ["actor_rollout_ref.rollout.val_kwargs.do_sample=true", "actor_rollout_ref.rollout.temperature=0"],
+        "rollout.temperature",
+    ),
+    ("35b_gpu", ["+megatron.dynamic_context_parallel=true"], "max_seqlen_per_dp_cp_rank"),
+    ("35b_gpu", [f"{ADD}.enable_cuda_graph=true"], "cuda_graph_scope"),
+    ("35b_gpu", [f"{ADD}.cuda_graph_impl=local", f"{ADD}.cuda_graph_scope=[mlp]"], "cuda_graph_scope"),
     # MTP
     ("35b_gpu", [f"{ADD}.mtp_num_layers=1"], "mtp_num_layers"),
     ("35b_gpu", ["actor_rollout_ref.model.mtp.enable=true", f"{ADD}.mtp_num_layers=2"], "mtp_num_layers"),
@@ -148,6 +158,8 @@ ACCEPTED = [
     ),
     ("35b_gpu", ["actor_rollout_ref.model.mtp.enable=true", f"{ADD}.mtp_num_layers=1"]),
     ("35b_gpu", ["actor_rollout_ref.model.path=/models/Qwen3.5-35B-A3B"]),
+    ("35b_gpu", [f"{ADD}.cuda_graph_impl=local", f"{ADD}.cuda_graph_scope=[full_iteration]"]),
+    ("35b_gpu", ["+megatron.seed=7", "+megatron.use_distributed_optimizer=true"]),
 ]
 
 

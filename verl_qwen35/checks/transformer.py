@@ -183,7 +183,7 @@ def _moe_problems(otc: Mapping[str, Any], arch: Any, lo: Layout) -> list[Problem
     topk = get("moe_router_topk", arch.num_experts_per_tok)
     if not 1 <= topk <= arch.num_experts:
         add(("moe_router_topk",), f"={topk} must be between 1 and num_experts={arch.num_experts}")
-    balancing = get("moe_router_load_balancing_type", "aux_loss")
+    balancing = get("moe_router_load_balancing_type", "none")  # verl's Megatron-Bridge default
     types = balancing if isinstance(balancing, list) else [balancing]
     if bad := [t for t in types if t not in LOAD_BALANCING]:
         add(("moe_router_load_balancing_type",), f"{bad} not in {list(LOAD_BALANCING)}")
