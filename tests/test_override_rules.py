@@ -106,6 +106,7 @@ REFUSED = [
     ("35b_gpu", ["+megatron.dynamic_context_parallel=true"], "max_seqlen_per_dp_cp_rank"),
     ("35b_gpu", [f"{ADD}.enable_cuda_graph=true"], "cuda_graph_scope"),
     ("35b_gpu", [f"{ADD}.cuda_graph_impl=local", f"{ADD}.cuda_graph_scope=[mlp]"], "cuda_graph_scope"),
+    ("35b_gpu", ["+megatron.sequence_paralel=false"], "megatron.sequence_paralel"),
     # MTP
     ("35b_gpu", [f"{ADD}.mtp_num_layers=1"], "mtp_num_layers"),
     ("35b_gpu", ["actor_rollout_ref.model.mtp.enable=true", f"{ADD}.mtp_num_layers=2"], "mtp_num_layers"),

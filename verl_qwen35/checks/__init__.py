@@ -12,7 +12,7 @@ from verl_qwen35.checks.megatron_keys import (
     patch_value_problems,
     transformer_config_fields,
 )
-from verl_qwen35.checks.parity import layout_source_errors, parity_errors
+from verl_qwen35.checks.parity import layout_source_errors, parity_errors, unknown_patch_errors
 from verl_qwen35.checks.pipeline import Split
 from verl_qwen35.checks.problem import Level, Problem, error
 from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problems, weights_problems
@@ -42,7 +42,7 @@ def override_dict(cfg: DictConfig) -> dict:
 def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem]:
     """All problems of a resolved config; `machine_missing` is the level of a missing local file."""
     device = device_of(cfg)
-    found = parity_errors(cfg) + layout_source_errors(cfg)
+    found = parity_errors(cfg) + unknown_patch_errors(cfg) + layout_source_errors(cfg)
     found += [error(f"env.set.{name}", message) for name, message in secret_errors(cfg)]
     otc = override_dict(cfg)
     if bad_values := value_problems(cfg) + type_problems(otc, field_spec()):

@@ -5,6 +5,7 @@ leaf by leaf (not only the keys our `megatron` node feeds): verl's ref falls bac
 `oc.select` interpolations (verl/trainer/config/ref/*.yaml), which an override on either side breaks.
 """
 
+import difflib
 import json
 import re
 from functools import cache
@@ -166,6 +167,23 @@ def subtree_errors(cfg: DictConfig, compared: set[str], actor_all: dict, ref_all
             )
         )
     return errors
+
+
+def unknown_patch_errors(cfg: DictConfig) -> list[Problem]:
+    """`megatron.<key>` reaches both sides, so it must be a field of verl's McoreEngineConfig
+    (verl/workers/config/engine.py); the critic's megatron node, which our conf leaves as verl composes
+    it, lists exactly those fields."""
+    known = OmegaConf.select(cfg, "critic.megatron", default=None)
+    if "megatron" not in cfg or known is None:
+        return []
+    found = []
+    for key in cfg.megatron:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.7)
+        hint = f"; did you mean megatron.{close[0]}?" if close else ""
+        found.append(error(f"megatron.{key}", f"is not a field of verl's McoreEngineConfig (verl refuses it){hint}"))
+    return found
 
 
 # verl keys outside actor/ref megatron that a `parallel.*` key feeds.
