@@ -45,7 +45,10 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     found = parity_errors(cfg) + unknown_patch_errors(cfg) + layout_source_errors(cfg)
     found += [error(f"env.set.{name}", message) for name, message in secret_errors(cfg)]
     otc = override_dict(cfg)
-    if bad_values := value_problems(cfg) + type_problems(otc, field_spec()):
+    bad_values = value_problems(cfg)
+    named = {k for p in bad_values for k in p.keys}
+    bad_values += [p for p in type_problems(otc, field_spec()) if not named & set(p.keys)]
+    if bad_values:
         return found + bad_values  # the rules below compute with these values
     layout = Layout.of(cfg)
     if not_positive := positive_problems(layout):
