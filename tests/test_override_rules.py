@@ -221,3 +221,27 @@ def test_verl_refusals_name_a_key(override, key):
         warnings.simplefilter("ignore")
         (problem,) = real_verl_problems(_cfg("35b_gpu", [override]))
     assert any(key in k for k in problem.keys), str(problem)
+
+
+def test_version_dependent_rules_follow_megatron_core_and_say_what_was_assumed():
+    from verl_qwen35.checks.layout import Layout, layout_problems
+    from verl_qwen35.checks.sequences import packing_problems
+
+    cfg = _cfg("35b_gpu", ["parallel.cp=2", "megatron.use_remove_padding=true"])
+    arch, lo = cfg.model, Layout.of(cfg)
+    assert [p for p in layout_problems(lo, arch, "gpu", mcore=(0, 18)) if p.level == "error"] == []
+    assert packing_problems(cfg, (0, 18)) == []
+    (cp,) = [p for p in layout_problems(lo, arch, "gpu", mcore=None) if p.level == "error"]
+    assert "parallel.cp" in cp.keys[0] and "assumed" in cp.message
+    (packed, *_) = packing_problems(cfg, None)
+    assert "assumed" in packed.message
+    (cp,) = [p for p in layout_problems(lo, arch, "gpu", mcore=(0, 16)) if p.level == "error"]
+    assert "assumed" not in cp.message
+
+
+def test_pipeline_layout_as_a_list_of_stages():
+    from verl_qwen35.checks.pipeline import Split, split_problems
+
+    good = [["embedding"] + ["decoder"] * 20, ["decoder"] * 20 + ["loss"]]
+    assert split_problems(40, 2, None, Split(layout=good)) == []
+    assert split_problems(40, 2, None, Split(layout=[good[0], good[1][:-1]]))

@@ -141,10 +141,15 @@ def _layout_problems(split: Split, layers: int, pp: int, vpp: int | None, mtp: i
                 "account_for_embedding/loss_in_pipeline_split; remove those",
             )
         ]
-    if not isinstance(split.layout, str):
-        return [((LAYOUT,), "give the layout as a string such as 'Et*3|(tt|)*18,t|tL'")]
-    stages = parse_layout(split.layout)
-    unknown = sorted({c for stage in stages for c in stage if c not in "ELtm"})
+    if isinstance(split.layout, str):
+        stages = parse_layout(split.layout)
+    elif isinstance(split.layout, list | tuple) and all(isinstance(s, list | tuple) for s in split.layout):
+        # The list form names LayerType members (transformer/enums.py); letters as in the string form.
+        names = {"embedding": "E", "loss": "L", "decoder": "t", "mtp": "m"}
+        stages = [[names.get(str(x).strip().lower(), f"<{x}>") for x in stage] for stage in split.layout]
+    else:
+        return [((LAYOUT,), "give the layout as a string such as 'Et*3|(tt|)*18,t|tL' or a list of stage lists")]
+    unknown = sorted({c for stage in stages for c in stage if c not in ("E", "L", "t", "m")})
     if unknown:
         return [((LAYOUT,), f"unknown layer letters {unknown}; use E (embedding), t (decoder), m (MTP), L (loss)")]
     if len(stages) % pp:
