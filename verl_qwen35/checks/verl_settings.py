@@ -5,6 +5,7 @@ Upstream: `verl/workers/config/actor.py` (`ActorConfig.__post_init__` loss_agg_m
 (`RolloutConfig.__post_init__`: mode "sync" removed). verl 0.8.0 accepts no "token-sum".
 """
 
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 
 from omegaconf import DictConfig, OmegaConf
@@ -16,6 +17,7 @@ LOSS_AGG_MODES_0_9 = ("token-sum",)
 ROUTER_REPLAY_MODES = ("disabled", "R2", "R3")
 
 
+@cache
 def _verl_minor() -> tuple[int, int]:
     try:
         major, minor = version("verl").split(".")[:2]
