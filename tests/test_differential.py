@@ -71,6 +71,8 @@ VALUES = {
     "use_te_activation_func": st.booleans(),
     "fine_grained_activation_offloading": st.booleans(),
     "offload_modules": st.sampled_from([None, ["core_attn"], ["attn_proj"], ["expert_fc1", "moe_act"]]),
+    "transformer_impl": st.sampled_from(["transformer_engine", "local", "inference_optimized"]),
+    "fp16": st.booleans(),
 }
 PRESET = {"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1}
 

@@ -72,6 +72,7 @@ def facts_config(arch: Any, lo: Layout, *, sequence_parallel: bool, dtype: str, 
         "gated_linear_unit": True,
         "activation_func": F.silu,
         "normalization": "RMSNorm",
+        "layernorm_zero_centered_gamma": True,  # Qwen3.5's (1 + weight) RMSNorm
         "add_bias_linear": False,
         "attention_output_gate": True,
         "mtp_num_layers": mtp,

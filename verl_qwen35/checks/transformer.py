@@ -40,6 +40,13 @@ ARCH_FIELDS = {
     "linear_num_value_heads": "linear_num_value_heads",
     "linear_key_head_dim": "linear_key_head_dim",
     "linear_value_head_dim": "linear_value_head_dim",
+    "linear_attention_freq": "full_attention_interval",
+}
+# Architecture switches whose only value for Qwen3.5 is the one the checkpoint was trained with.
+ARCH_SWITCHES = {
+    "experimental_attention_variant": "gated_delta_net",
+    "multi_latent_attention": False,
+    "moe_layer_freq": 1,
 }
 # transformer_config.py: allowed recompute_modules for selective recompute.
 RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
@@ -121,8 +128,25 @@ def transformer_problems(
         add(("fp4_param", "fp4"), "fp4_param=true needs fp4=e2m1")
     if get("fp4") and get("fp8"):
         add(("fp4", "fp8"), "fp4 and fp8 cannot be used together")
-    if get("fp8") and get("first_last_layers_bf16") and get("fp8_recipe", "delayed") == "delayed":
-        add(("first_last_layers_bf16", "fp8_recipe"), "delayed fp8 scaling cannot keep first/last layers in bf16")
+    if get("fp8") and get("first_last_layers_bf16"):
+        if get("fp8_recipe", "delayed") == "delayed":
+            add(("first_last_layers_bf16", "fp8_recipe"), "delayed fp8 scaling cannot keep first/last layers in bf16")
+        else:
+            per_stage = arch.num_layers // lo.pp
+            for name in ("num_layers_at_start_in_bf16", "num_layers_at_end_in_bf16"):
+                if not 0 <= get(name, 1) <= per_stage:
+                    add(name, f"={get(name)} must be between 0 and the {per_stage} layers of a pipeline stage")
+    for quant, recipe, factory in (
+        ("fp8", "fp8_recipe", "fp8_quantizer_factory"),
+        ("fp4", "fp4_recipe", "fp4_quantizer_factory"),
+    ):
+        if get(quant) and get(recipe) == "custom" and not get(factory):
+            add((recipe, factory), f"{recipe}=custom needs {factory} (an import path)")
+    if get("transformer_impl") == "inference_optimized":
+        add(
+            "transformer_impl",
+            "=inference_optimized is for inference only (Qwen3.5's zero-centered RMSNorm is refused)",
+        )
     found += _moe_problems(otc, arch, lo)
     found += _ep_overlap_problems(otc, lo, mtp_layers)
     found += _recompute_problems(otc, lo, sp)
@@ -169,6 +193,11 @@ def _layout_and_arch(otc: Mapping[str, Any], arch: Any, lo: Layout) -> list[Prob
                     f"={otc[name]} but {arch.name} has {fact}={arch.get(fact)}: the checkpoint would not load; "
                     "drop the override",
                 )
+            )
+    for name, only in ARCH_SWITCHES.items():
+        if name in otc and otc[name] != only:
+            found.append(
+                error(f"{OTC}.{name}", f"={otc[name]!r}: {arch.name} is built with {name}={only!r}; drop the override")
             )
     return found
 
