@@ -164,8 +164,8 @@ def real_transformer_problems(
         if "unexpected keyword argument" in str(err):
             name = str(err).rsplit("'", 2)[-2]
             return [error(f"{OTC}.{name}", f"is not a field of megatron-core's TransformerConfig ({err})")]
-        raise
-    except (AssertionError, ValueError, KeyError) as err:
+        return [error(keys_of_message(str(err), overrides), f"megatron-core TransformerConfig refused it: {err}")]
+    except Exception as err:  # megatron-core raises AssertionError, ValueError, KeyError, NotImplementedError
         message = str(err) or type(err).__name__
         if "transformer-engine" in message.lower() or "TE >=" in message:
             return []  # a kernel this CPU install lacks; not a property of the config
