@@ -39,7 +39,7 @@ USER_KEYS = ("parallel.", "megatron.")
 VALUES = {
     "recompute_granularity": st.sampled_from([None, "full", "selective"]),
     "recompute_method": st.sampled_from([None, "uniform", "block"]),
-    "recompute_num_layers": st.sampled_from([None, 1, 2, 4]),
+    "recompute_num_layers": st.sampled_from([None, 1, 2, 3, 4, 5]),
     "recompute_modules": st.sampled_from([["core_attn"], ["moe_act"], ["mlp", "moe"], ["shared_experts"]]),
     "moe_grouped_gemm": st.booleans(),
     "sequence_parallel": st.booleans(),

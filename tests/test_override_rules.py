@@ -55,6 +55,8 @@ REFUSED = [
     ("35b_gpu", [f"{ADD}.cpu_offloading=true"], "cpu_offloading"),
     ("35b_gpu", [f"{ADD}.num_hidden_layers=40"], "num_hidden_layers"),
     ("35b_gpu", [f"{ADD}.hidden_size=4096"], "hidden_size"),
+    ("35b_gpu", [f"{M}.recompute_num_layers=3"], "recompute_num_layers"),  # 40 layers in one chunk
+    ("122b_npu", ["parallel.vpp=4", f"{M}.recompute_num_layers=2"], "recompute_num_layers"),  # chunks of 3
     # pipeline stages (transformer_config.py / transformer_block.py)
     ("35b_npu", [f"{ADD}.num_layers_in_first_pipeline_stage=0"], "num_layers_in_first_pipeline_stage"),
     ("35b_npu", [f"{ADD}.num_layers_in_first_pipeline_stage=-2"], "num_layers_in_first_pipeline_stage"),
@@ -153,6 +155,8 @@ ACCEPTED = [
         ],
     ),
     ("35b_gpu", [f"{M}.recompute_method=block", f"{M}.recompute_num_layers=4"]),
+    ("35b_gpu", [f"{M}.recompute_num_layers=4"]),
+    ("35b_gpu", [f"{M}.recompute_method=block", f"{M}.recompute_num_layers=3"]),
     ("35b_gpu", [f"{ADD}.moe_router_dtype=fp32", f"{ADD}.moe_shared_expert_overlap=true"]),
     ("35b_gpu", [f"{ADD}.tensor_model_parallel_size=2"]),
     ("122b_gpu", ["data.max_response_length=11000"]),

@@ -125,7 +125,7 @@ def real_transformer_problems(
     mtp: int | None = None,
 ) -> list[Problem]:
     """What megatron-core's own TransformerConfig (and layer split) says about this config."""
-    from megatron.core.transformer.enums import AttnBackend
+    from megatron.core.transformer.enums import AttnBackend, LayerType
     from megatron.core.transformer.transformer_block import get_num_layers_to_build
     from megatron.core.transformer.transformer_config import TransformerConfig
 
@@ -156,10 +156,17 @@ def real_transformer_problems(
             return [
                 error((f"{OTC}.pipeline_model_parallel_layout", VPP), f"layout implies vpp={detected}, not {lo.vpp}")
             ]
+        chunks = []
         if config.pipeline_model_parallel_layout is None:
             for pp_rank in range(lo.pp):
                 for vp_stage in range(lo.vpp or 1):
-                    get_num_layers_to_build(config, vp_stage=vp_stage if lo.vpp else None, pp_rank=pp_rank)
+                    vp = vp_stage if lo.vpp else None
+                    chunks.append(get_num_layers_to_build(config, vp_stage=vp, pp_rank=pp_rank))
+        else:
+            layout = config.pipeline_model_parallel_layout.layout
+            chunks = [
+                stage.count(LayerType.decoder) for vp in range(len(layout[0])) for stage in (r[vp] for r in layout)
+            ]
     except TypeError as err:
         if "unexpected keyword argument" in str(err):
             name = str(err).rsplit("'", 2)[-2]
@@ -170,6 +177,12 @@ def real_transformer_problems(
         if "transformer-engine" in message.lower() or "TE >=" in message:
             return []  # a kernel this CPU install lacks; not a property of the config
         return [error(keys_of_message(message, overrides), f"megatron-core TransformerConfig refused it: {message}")]
+    # transformer_block.py `_checkpointed_forward` (uniform): chunks of recompute_num_layers must tile each
+    # model chunk, else `_get_layer` indexes past its end; needs a built model, so stated here.
+    n = config.recompute_num_layers
+    uniform = config.recompute_granularity == "full" and config.recompute_method == "uniform" and n
+    if uniform and (bad := sorted({c for c in chunks if c % n})):
+        return [error(f"{OTC}.recompute_num_layers", f"={n} does not divide model chunks of {bad} layers")]
     return []
 
 

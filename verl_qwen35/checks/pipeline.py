@@ -194,3 +194,32 @@ def stage_layers(layers: int, pp: int, vpp: int | None, split: Split = Split()) 
         return f"first {first}, middle {middle}, last {last}"
     per = (layers + split.embedding + split.loss) // pp
     return f"{per}" if vpp is None else f"{per} ({vpp} chunks of {per // vpp})"
+
+
+def chunk_layers(layers: int, pp: int, vpp: int | None, split: Split = Split()) -> list[int]:
+    """Decoder layers of every (pipeline rank, virtual stage) model chunk, as megatron-core's
+    `get_num_layers_to_build` counts them (assumes `split_problems` found nothing)."""
+    chunks = vpp if vpp is not None and pp > 1 else 1
+    if split.layout is not None:
+        stages = (
+            parse_layout(split.layout)
+            if isinstance(split.layout, str)
+            else [["t" if str(x).strip().lower() == "decoder" else "x" for x in s] for s in split.layout]
+        )
+        return [stage.count("t") for stage in stages]
+    if split.first is not None or split.last is not None:
+        inner = pp - (split.first is not None) - (split.last is not None)
+        middle = (layers - (split.first or 0) - (split.last or 0)) // inner if inner else 0
+        per_rank = [middle] * pp
+        if split.first is not None:
+            per_rank[0] = split.first
+        if split.last is not None:
+            per_rank[-1] = split.last
+        return [n // chunks for n in per_rank for _ in range(chunks)]
+    per_chunk = (layers + split.embedding + split.loss) // pp // chunks
+    counts = [per_chunk] * (pp * chunks)
+    if split.embedding:
+        counts[0] -= 1
+    if split.loss:
+        counts[-1] -= 1
+    return counts

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from verl_qwen35.checks.layout import KEYS, Layout
-from verl_qwen35.checks.pipeline import OTC, Split, split_problems
+from verl_qwen35.checks.pipeline import OTC, Split, chunk_layers, split_problems
 from verl_qwen35.checks.problem import Problem, error
 
 # override_transformer_config keys that restate a layout number; verl's Megatron-Bridge path applies them
@@ -169,9 +169,30 @@ def transformer_problems(
         add("fused_single_qkv_rope", "=true does not support gated attention (Qwen3.5's attention output gate)")
     if get("batch_invariant_mode") and get("attention_backend", "flash") != "flash":
         add(("batch_invariant_mode", "attention_backend"), "=true needs attention_backend=flash")
+    split_found = split_problems(arch.num_layers, lo.pp, lo.vpp, Split.of(otc), mtp_layers)
     if check_split:
-        found += [error(k, m) for k, m in split_problems(arch.num_layers, lo.pp, lo.vpp, Split.of(otc), mtp_layers)]
+        found += [error(k, m) for k, m in split_found]
+    if not split_found:
+        found += uniform_recompute_problems(otc, chunk_layers(arch.num_layers, lo.pp, lo.vpp, Split.of(otc)))
     return found
+
+
+def uniform_recompute_problems(otc: Mapping[str, Any], chunks: list[int]) -> list[Problem]:
+    """Uniform full recompute checkpoints `recompute_num_layers` layers at a time and indexes past the
+    end of a model chunk whose layer count it does not divide (megatron-core 0.16.1
+    transformer/transformer_block.py `_checkpointed_forward`: `self._get_layer(index)` -> IndexError)."""
+    n = otc.get("recompute_num_layers")
+    if otc.get("recompute_granularity") != "full" or otc.get("recompute_method") != "uniform" or not n:
+        return []
+    if bad := sorted({c for c in chunks if c % n}):
+        return [
+            error(
+                f"{OTC}.recompute_num_layers",
+                f"={n} does not divide the {bad} layer(s) of a model chunk (uniform recompute steps through "
+                f"each chunk {n} layers at a time); use a divisor such as 1",
+            )
+        ]
+    return []
 
 
 def _layout_and_arch(otc: Mapping[str, Any], arch: Any, lo: Layout) -> list[Problem]:
