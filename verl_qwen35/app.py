@@ -6,9 +6,9 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from verl_qwen35.checks import Problem, device_of, preflight
+from verl_qwen35.checks import Problem, bad_value_problems, device_of, preflight
+from verl_qwen35.checks.memory import memory_column
 from verl_qwen35.checks.parity import link_patch
-from verl_qwen35.checks.values import value_problems
 from verl_qwen35.environment import from_shell, job_environment
 from verl_qwen35.plan import plan_lines
 from verl_qwen35.sweep import in_multirun, job_tag, write_verdict
@@ -54,6 +54,10 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
         from verl_qwen35.validators import real_problems  # imports torch, megatron-core and verl
 
         found += real_problems(cfg, device_of(cfg))
+    if mode == "launch" and not [p for p in found if p.level == "error"]:
+        from verl_qwen35.checks.machine import launch_problems  # launch path only: keeps dry runs lean
+
+        found += launch_problems(cfg)  # the stack and the cluster's devices, before verl starts Ray
     return found
 
 
@@ -73,10 +77,10 @@ def run(cfg: DictConfig) -> None:
     found = problems(cfg, choices, mode)
     errors = [p for p in found if p.level == "error"]
     if output_dir:
-        write_verdict(output_dir, mode, found)
+        write_verdict(output_dir, mode, found, memory_column(cfg))
     for problem in found:
         print(problem, file=sys.stderr)
-    if mode != "launch" and value_problems(cfg):
+    if mode != "launch" and bad_value_problems(cfg):
         print("plan       not computed: fix the values above first")
     elif mode != "launch":
         print("\n".join(plan_lines(cfg, choices, output_dir)))

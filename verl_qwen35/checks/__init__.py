@@ -12,6 +12,7 @@ from verl_qwen35.checks.megatron_keys import (
     patch_value_problems,
     transformer_config_fields,
 )
+from verl_qwen35.checks.memory import memory_problems
 from verl_qwen35.checks.parity import layout_source_errors, parity_errors, unknown_patch_errors
 from verl_qwen35.checks.pipeline import Split
 from verl_qwen35.checks.problem import Level, Problem, error
@@ -39,16 +40,22 @@ def override_dict(cfg: DictConfig) -> dict:
     return OmegaConf.to_container(cfg.megatron.override_transformer_config, resolve=True)
 
 
+def bad_value_problems(cfg: DictConfig, otc: dict | None = None) -> list[Problem]:
+    """Numbers that are not integers of the right sign and override values of the wrong type or enum,
+    one message per key; nothing else (the plan, the estimate, the rules) can compute with them."""
+    found = value_problems(cfg)
+    named = {k for p in found for k in p.keys}
+    otc = override_dict(cfg) if otc is None else otc
+    return found + [p for p in type_problems(otc, field_spec()) if not named & set(p.keys)]
+
+
 def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem]:
     """All problems of a resolved config; `machine_missing` is the level of a missing local file."""
     device = device_of(cfg)
     found = parity_errors(cfg) + unknown_patch_errors(cfg) + layout_source_errors(cfg)
     found += [error(f"env.set.{name}", message) for name, message in secret_errors(cfg)]
     otc = override_dict(cfg)
-    bad_values = value_problems(cfg)
-    named = {k for p in bad_values for k in p.keys}
-    bad_values += [p for p in type_problems(otc, field_spec()) if not named & set(p.keys)]
-    if bad_values:
+    if bad_values := bad_value_problems(cfg, otc):
         return found + bad_values  # the rules below compute with these values
     layout = Layout.of(cfg)
     if not_positive := positive_problems(layout):
@@ -77,6 +84,7 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
         found += batch_problems(cfg, layout, uses_reference(cfg))
     found += packing_problems(cfg, megatron_core_version())
     found += length_problems(cfg)
+    found += memory_problems(cfg)
     found += patch_value_problems(cfg)
     found += override_key_problems(cfg, device, transformer_config_fields())
     found += data_problems(cfg, machine_missing)

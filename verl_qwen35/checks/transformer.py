@@ -80,7 +80,9 @@ def type_problems(otc: Mapping[str, Any], fields: Mapping[str, dict]) -> list[Pr
         kinds, kind = spec["kinds"], kind_of(value)
         fits = kind in kinds or (kind == "int" and "float" in kinds)
         if not fits:
-            found.append(error(f"{OTC}.{name}", f"={value!r} is a {kind}; megatron-core expects {' or '.join(kinds)}"))
+            found.append(
+                error(f"{OTC}.{name}", f"={value!r} is of type {kind}; megatron-core expects {' or '.join(kinds)}")
+            )
         elif "choices" in spec and kind == "str" and value not in spec["choices"]:
             found.append(error(f"{OTC}.{name}", f"={value!r} is not one of {spec['choices']}"))
     return found

@@ -82,7 +82,7 @@ def integer_problem(key: str, value: Any, nullable: bool, lowest: int) -> str | 
     if isinstance(value, bool) or not isinstance(value, int):
         kind = type(value).__name__
         hint = f" (write {int(value)})" if isinstance(value, float) and value.is_integer() else ""
-        return f"={value!r} is a {kind}; it must be a whole number{hint}{' or null' if nullable else ''}"
+        return f"={value!r} is of type {kind}; it must be a whole number{hint}{' or null' if nullable else ''}"
     if value < lowest:
         return f"={value} must be >= {lowest}{' (or null)' if nullable else ''}"
     return None
