@@ -202,15 +202,28 @@ def test_real_validator_refusals_name_our_keys():
         assert "megatron.override_transformer_config.sequence_parallel" in problem.keys
 
 
-@pytest.mark.parametrize("override", ["parallel.vpp=2.5", "parallel.tp=two", "data.train_batch_size=abc"])
+@pytest.mark.parametrize(
+    "override",
+    [
+        "parallel.vpp=2.5",
+        "parallel.tp=two",
+        "data.train_batch_size=abc",
+        "actor_rollout_ref.rollout.n=2.5",
+        "parallel.pp=0",
+        "parallel.nnodes=null",
+        "actor_rollout_ref.rollout.gpu_memory_utilization=abc",
+        "megatron.override_transformer_config.recompute_num_layers=-1",
+    ],
+)
 def test_bad_values_exit_2_without_traceback(override):
     run = subprocess.run(
         [sys.executable, "-m", "verl_qwen35", "model=35b", "device=gpu", override, "dry_run=true"],
         capture_output=True,
         text=True,
     )
-    assert run.returncode == 2
+    assert run.returncode == 2, run.stderr
     assert "Traceback" not in run.stderr and override.split("=")[0] in run.stderr
+    assert len([line for line in run.stderr.splitlines() if line.startswith("ERROR")]) == 1, run.stderr
 
 
 @pytest.mark.parametrize(

@@ -76,11 +76,12 @@ def run(cfg: DictConfig) -> None:
         separate_sweep_job(cfg, output_dir)
     found = problems(cfg, choices, mode)
     errors = [p for p in found if p.level == "error"]
+    computable = not bad_value_problems(cfg)  # else the estimate and the plan cannot compute
     if output_dir:
-        write_verdict(output_dir, mode, found, memory_column(cfg))
+        write_verdict(output_dir, mode, found, memory_column(cfg) if computable else "")
     for problem in found:
         print(problem, file=sys.stderr)
-    if mode != "launch" and bad_value_problems(cfg):
+    if mode != "launch" and not computable:
         print("plan       not computed: fix the values above first")
     elif mode != "launch":
         print("\n".join(plan_lines(cfg, choices, output_dir)))
