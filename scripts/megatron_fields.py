@@ -44,19 +44,26 @@ def kinds(annotation: object) -> tuple[set[str], list | None]:
     return {"any"}, None
 
 
-def describe() -> dict:
-    from megatron.core.transformer.transformer_config import TransformerConfig
-
-    hints = typing.get_type_hints(TransformerConfig)
+def field_kinds(dataclass: type) -> dict[str, dict]:
+    hints = typing.get_type_hints(dataclass)
     fields = {}
-    for field in sorted(dataclasses.fields(TransformerConfig), key=lambda f: f.name):
+    for field in sorted(dataclasses.fields(dataclass), key=lambda f: f.name):
         accepted, choices = kinds(hints[field.name])
         fields[field.name] = {"kinds": sorted(accepted), **({"choices": choices} if choices else {})}
+    return fields
+
+
+def describe() -> dict:
+    from megatron.core.distributed.distributed_data_parallel_config import DistributedDataParallelConfig
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
     return {
         "megatron_core": version("megatron-core"),
-        "source": "megatron/core/transformer/transformer_config.py + model_parallel_config.py (dataclass fields)",
+        "source": "megatron/core/transformer/transformer_config.py + model_parallel_config.py (dataclass fields); "
+        "ddp_fields: megatron/core/distributed/distributed_data_parallel_config.py",
         "generated_by": "scripts/megatron_fields.py",
-        "fields": fields,
+        "fields": field_kinds(TransformerConfig),
+        "ddp_fields": field_kinds(DistributedDataParallelConfig),
     }
 
 
@@ -68,7 +75,8 @@ def main() -> None:
     text = json.dumps(data, indent=1, sort_keys=False) + "\n"
     if "--check" in sys.argv:
         current = path.read_text() if path.is_file() else ""
-        if json.loads(current or "{}").get("fields") != data["fields"]:
+        shipped = json.loads(current or "{}")
+        if any(shipped.get(k) != data[k] for k in ("fields", "ddp_fields")):
             print(f"{path} is stale: run python scripts/megatron_fields.py")
             sys.exit(1)
         return

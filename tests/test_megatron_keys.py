@@ -28,6 +28,14 @@ def test_shipped_field_data_equals_the_installed_dataclass():
     )
 
 
+def test_shipped_ddp_fields_equal_the_installed_dataclass():
+    from megatron.core.distributed.distributed_data_parallel_config import DistributedDataParallelConfig
+
+    from verl_qwen35.checks.megatron_keys import ddp_field_spec
+
+    assert set(ddp_field_spec()) == {f.name for f in dataclasses.fields(DistributedDataParallelConfig)}
+
+
 def test_the_generator_reproduces_the_shipped_file(tmp_path):
     script = ROOT / "scripts" / "megatron_fields.py"
     run = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)

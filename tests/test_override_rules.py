@@ -109,6 +109,12 @@ REFUSED = [
     ("35b_gpu", [f"{ADD}.enable_cuda_graph=true"], "cuda_graph_scope"),
     ("35b_gpu", [f"{ADD}.cuda_graph_impl=local", f"{ADD}.cuda_graph_scope=[mlp]"], "cuda_graph_scope"),
     ("35b_gpu", ["+megatron.sequence_paralel=false"], "megatron.sequence_paralel"),
+    ("35b_gpu", ["+megatron.override_ddp_config={bucket_sise: 40000000}"], "megatron.override_ddp_config.bucket_sise"),
+    (
+        "35b_gpu",
+        ["+megatron.override_ddp_config={overlap_grad_reduce: maybe}"],
+        "override_ddp_config.overlap_grad_reduce",
+    ),
     # MTP
     ("35b_gpu", [f"{ADD}.mtp_num_layers=1"], "mtp_num_layers"),
     ("35b_gpu", ["actor_rollout_ref.model.mtp.enable=true", f"{ADD}.mtp_num_layers=2"], "mtp_num_layers"),
@@ -168,6 +174,7 @@ ACCEPTED = [
     ("35b_gpu", ["actor_rollout_ref.model.path=/models/Qwen3.5-35B-A3B"]),
     ("35b_gpu", [f"{ADD}.cuda_graph_impl=local", f"{ADD}.cuda_graph_scope=[full_iteration]"]),
     ("35b_gpu", ["+megatron.seed=7", "+megatron.use_distributed_optimizer=true"]),
+    ("35b_gpu", ["+megatron.override_ddp_config={bucket_size: 40000000, grad_reduce_in_fp32: true}"]),
 ]
 
 

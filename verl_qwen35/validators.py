@@ -289,6 +289,23 @@ def real_batch_problems(cfg: DictConfig, lo: Layout, uses_ref: bool) -> list[Pro
     return found
 
 
+def real_ddp_problems(cfg: DictConfig) -> list[Problem]:
+    """megatron-core's own DistributedDataParallelConfig from `override_ddp_config`, as verl builds it
+    (verl/utils/megatron_utils.py)."""
+    from megatron.core.distributed.distributed_data_parallel_config import DistributedDataParallelConfig
+
+    from verl_qwen35.checks.megatron_keys import ddp_key
+
+    ddp = OmegaConf.select(cfg, "actor_rollout_ref.actor.megatron.override_ddp_config", default=None)
+    if not ddp:
+        return []
+    try:
+        DistributedDataParallelConfig(**OmegaConf.to_container(ddp, resolve=True))
+    except Exception as err:  # TypeError for an unknown key, AssertionError/ValueError from __post_init__
+        return [error(ddp_key(cfg), f"megatron-core DistributedDataParallelConfig refused it: {err}")]
+    return []
+
+
 def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
     """Both real validators on a resolved config that passed the fast preflight."""
     from verl_qwen35.checks import override_dict
@@ -310,6 +327,7 @@ def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
     from verl_qwen35.checks.batches import uses_reference
 
     found += real_batch_problems(cfg, Layout.of(cfg), uses_reference(cfg))
+    found += real_ddp_problems(cfg)
     if not found:
         print("megatron   TransformerConfig and layer split (megatron-core's own), verl micro-batches: OK")
     verl_found = real_verl_problems(cfg)

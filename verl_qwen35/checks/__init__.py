@@ -8,6 +8,7 @@ from verl_qwen35.checks.layout import Layout, layout_problems, positive_problems
 from verl_qwen35.checks.megatron_keys import (
     field_spec,
     installed_mcore,
+    override_ddp_problems,
     override_key_problems,
     patch_value_problems,
     transformer_config_fields,
@@ -87,6 +88,7 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     found += memory_problems(cfg)
     found += patch_value_problems(cfg)
     found += override_key_problems(cfg, device, transformer_config_fields())
+    found += override_ddp_problems(cfg)
     found += data_problems(cfg, machine_missing)
     found += model_path_problems(cfg, machine_missing)
     return found

@@ -45,13 +45,24 @@ def shipped_versions() -> list[tuple[int, int]]:
 
 
 @cache
-def field_spec(mcore: tuple[int, int] | None = None) -> dict[str, dict]:
-    """Field name -> {"kinds": [...], "choices": [...]} for this megatron-core (the newest shipped release
-    not newer than it; the oldest when it predates them all)."""
+def _shipped_data(mcore: tuple[int, int] | None) -> dict:
+    """The field data of this megatron-core (the newest shipped release not newer than it; the oldest
+    when it predates them all)."""
     shipped = shipped_versions()
     wanted = mcore or mcore_in_use()[0]
     chosen = max((v for v in shipped if v <= wanted), default=shipped[0])
-    return json.loads((UPSTREAM / f"megatron_core_{chosen[0]}.{chosen[1]}.json").read_text())["fields"]
+    return json.loads((UPSTREAM / f"megatron_core_{chosen[0]}.{chosen[1]}.json").read_text())
+
+
+def field_spec(mcore: tuple[int, int] | None = None) -> dict[str, dict]:
+    """TransformerConfig field name -> {"kinds": [...], "choices": [...]}."""
+    return _shipped_data(mcore)["fields"]
+
+
+def ddp_field_spec(mcore: tuple[int, int] | None = None) -> dict[str, dict]:
+    """DistributedDataParallelConfig field name -> {"kinds": [...]}: verl builds it from
+    `megatron.override_ddp_config` (verl/utils/megatron_utils.py `DistributedDataParallelConfig(**...)`)."""
+    return _shipped_data(mcore)["ddp_fields"]
 
 
 def transformer_config_fields() -> frozenset[str]:
@@ -90,6 +101,35 @@ def override_key_problems(cfg: DictConfig, device: str, fields: frozenset[str] |
         hint = f"; did you mean {close[0]}?" if close else ""
         found.append(error(f"{key}.{name}", f"is not a field of megatron-core {shown} TransformerConfig{hint}"))
     return found
+
+
+def ddp_key(cfg: DictConfig) -> str:
+    """Where the user sets the DDP overrides: our patch when it carries them, else the actor's key."""
+    if "megatron" in cfg and "override_ddp_config" in cfg.megatron:
+        return "megatron.override_ddp_config"
+    return "actor_rollout_ref.actor.megatron.override_ddp_config"
+
+
+def override_ddp_problems(cfg: DictConfig) -> list[Problem]:
+    """`override_ddp_config` keys are DistributedDataParallelConfig fields (megatron-core
+    distributed/distributed_data_parallel_config.py); verl passes them as keyword arguments."""
+    from omegaconf import OmegaConf
+
+    from verl_qwen35.checks.transformer import type_problems
+
+    ddp = OmegaConf.select(cfg, "actor_rollout_ref.actor.megatron.override_ddp_config", default=None)
+    if not ddp:
+        return []
+    values, fields, key = OmegaConf.to_container(ddp, resolve=True), ddp_field_spec(), ddp_key(cfg)
+    found = []
+    for name in values:
+        if name not in fields:
+            close = difflib.get_close_matches(name, sorted(fields), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            found.append(
+                error(f"{key}.{name}", f"is not a field of megatron-core's DistributedDataParallelConfig{hint}")
+            )
+    return found + type_problems({k: v for k, v in values.items() if k in fields}, fields, key)
 
 
 DTYPES = ("bfloat16", "float16")

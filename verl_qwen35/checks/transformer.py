@@ -70,7 +70,7 @@ def kind_of(value: Any) -> str:
     return "dict" if isinstance(value, Mapping) else "other"
 
 
-def type_problems(otc: Mapping[str, Any], fields: Mapping[str, dict]) -> list[Problem]:
+def type_problems(otc: Mapping[str, Any], fields: Mapping[str, dict], prefix: str = OTC) -> list[Problem]:
     """Types and enum values from the generated field list (`verl_qwen35/upstream/megatron_core_*.json`)."""
     found = []
     for name, value in otc.items():
@@ -81,10 +81,10 @@ def type_problems(otc: Mapping[str, Any], fields: Mapping[str, dict]) -> list[Pr
         fits = kind in kinds or (kind == "int" and "float" in kinds)
         if not fits:
             found.append(
-                error(f"{OTC}.{name}", f"={value!r} is of type {kind}; megatron-core expects {' or '.join(kinds)}")
+                error(f"{prefix}.{name}", f"={value!r} is of type {kind}; megatron-core expects {' or '.join(kinds)}")
             )
         elif "choices" in spec and kind == "str" and value not in spec["choices"]:
-            found.append(error(f"{OTC}.{name}", f"={value!r} is not one of {spec['choices']}"))
+            found.append(error(f"{prefix}.{name}", f"={value!r} is not one of {spec['choices']}"))
     return found
 
 
