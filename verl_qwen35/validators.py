@@ -308,6 +308,18 @@ def real_ddp_problems(cfg: DictConfig) -> list[Problem]:
 
 def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
     """Both real validators on a resolved config that passed the fast preflight."""
+    try:
+        import megatron.core  # noqa: F401
+        import torch  # noqa: F401
+        import verl  # noqa: F401
+    except ImportError as err:
+        return [
+            Problem(
+                "warning",
+                ("dry_run",),
+                f"the real validators need torch, megatron-core and verl ({err}); only the fast rules ran here",
+            )
+        ]
     from verl_qwen35.checks import override_dict
     from verl_qwen35.checks.transformer import mtp_layers_built
 
