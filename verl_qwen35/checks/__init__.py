@@ -27,7 +27,9 @@ from verl_qwen35.checks.transformer import (
 )
 from verl_qwen35.checks.values import value_problems
 from verl_qwen35.checks.verl_settings import verl_setting_problems
-from verl_qwen35.environment import secret_errors
+from verl_qwen35.environment import env_problems
+from verl_qwen35.secret_scan import ADVICE, config_findings
+from verl_qwen35.sections import structure_problems
 
 __all__ = ["Problem", "preflight", "transformer_config_fields", "error"]
 
@@ -52,9 +54,12 @@ def bad_value_problems(cfg: DictConfig, otc: dict | None = None) -> list[Problem
 
 def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem]:
     """All problems of a resolved config; `machine_missing` is the level of a missing local file."""
+    if broken := structure_problems(cfg):
+        return broken  # nothing else can read inside a section that is not there
     device = device_of(cfg)
     found = parity_errors(cfg) + unknown_patch_errors(cfg) + layout_source_errors(cfg)
-    found += [error(f"env.set.{name}", message) for name, message in secret_errors(cfg)]
+    found += [error(key, message) for key, message in env_problems(cfg)]
+    found += [error(key, f"{why}. Instead, {ADVICE}.") for key, why in config_findings(cfg)]
     otc = override_dict(cfg)
     if bad_values := bad_value_problems(cfg, otc):
         return found + bad_values  # the rules below compute with these values
