@@ -65,3 +65,39 @@ def test_job_environment_restores_the_driver_environment_when_the_launch_raises(
     with pytest.raises(RuntimeError, match="launch failed"), job_environment(npu):
         raise RuntimeError("launch failed")
     assert dict(os.environ) == before
+
+
+# Every word that marks a variable as secret, restated (environment.py SECRET_WORDS): alone after a
+# prefix, in lower and camel case; and with a path word after it, not secret.
+SECRET_WORDS = [
+    *("KEY", "KEYS", "APIKEY", "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASS", "PAT"),
+    *("PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "CRED", "CREDS", "AUTH", "AUTHTOKEN", "PRIVATEKEY", "COOKIE"),
+    *("AUTHORIZATION", "BEARER", "DSN"),
+]
+
+
+@pytest.mark.parametrize("word", SECRET_WORDS)
+def test_each_secret_word_marks_a_variable_secret(word):
+    from verl_qwen35.environment import looks_secret
+
+    assert looks_secret(f"MY_{word}")
+    assert looks_secret(f"my_{word.lower()}")
+    assert looks_secret(f"my{word.capitalize()}")
+    assert not looks_secret(f"MY_{word}_PATH") and not looks_secret(f"MY_{word}_FILE")
+    assert not looks_secret(f"MY_{word}_MODE"), "a setting about a secret is not the secret"
+
+
+@pytest.mark.parametrize(
+    "name", ["MONKEY", "PASSAGE_COUNT", "TOKENIZERS_PARALLELISM", "MAX_TOKENS", "AUTHOR", "KEYBOARD", "RAY_AUTH_MODE"]
+)
+def test_words_that_only_contain_a_secret_word_are_not_secret(name):
+    from verl_qwen35.environment import looks_secret
+
+    assert not looks_secret(name)
+
+
+@pytest.mark.parametrize("name", ["HFTOKEN", "MYAPIKEY", "DBPASSWORD", "GITSECRET", "SSHPASSPHRASE", "AWSCREDENTIALS"])
+def test_a_long_word_ending_in_a_secret_word_is_secret(name):
+    from verl_qwen35.environment import looks_secret
+
+    assert looks_secret(name)
