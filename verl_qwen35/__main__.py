@@ -5,6 +5,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from verl_qwen35 import cli_help
 from verl_qwen35.app import run
 from verl_qwen35.choices import ChoiceError, check_choices, implicit_overrides
 from verl_qwen35.paths import conf_dir
@@ -59,6 +60,8 @@ def _split_argv(argv: list[str]) -> tuple[list[str], list[str], list[str]]:
 
 
 def main() -> None:
+    if cli_help.handled(sys.argv[1:], _hydra_main):  # --help, --presets, --help-full, shell completion
+        return
     flags, overrides, config_dirs = _split_argv(sys.argv[1:])
     try:
         overrides = implicit_overrides(overrides)

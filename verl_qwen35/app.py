@@ -8,6 +8,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks import Problem, preflight
 from verl_qwen35.environment import from_shell, job_environment
+from verl_qwen35.install import runtime_problems
 from verl_qwen35.plan import plan_lines
 from verl_qwen35.sweep import in_multirun, job_tag, write_verdict
 from verl_qwen35.versions import installed_verl_schema
@@ -48,6 +49,8 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
                 ),
             )
         )
+    if mode != "dry":
+        found += runtime_problems(mode)
     if mode == "full" and not [p for p in found if p.level == "error"]:
         found += _verl_problems(cfg)
     return found

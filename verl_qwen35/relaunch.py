@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.app import LAUNCH_FILE, launch_now
 from verl_qwen35.checks import preflight
+from verl_qwen35.install import runtime_problems
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cfg = OmegaConf.load(path)
     assert isinstance(cfg, DictConfig)
-    errors = [p for p in preflight(cfg) if p.level == "error"]
+    errors = [p for p in preflight(cfg) + runtime_problems("launch") if p.level == "error"]
     for problem in errors:
         print(problem, file=sys.stderr)
     if errors:

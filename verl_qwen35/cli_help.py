@@ -1,0 +1,274 @@
+"""What the command line offers: `--presets`, a short `--help`, and quiet shell completion.
+
+Groups and options are read from conf/ and every `--config-dir`, so a preset someone adds
+(a model, a layout, a submit option) shows up here without an edit. Hydra keeps its own
+flags: `--hydra-help`, `--cfg job`, `-sc install=bash`; `--help-full` is Hydra's `--help`
+(every group, verl's too, and the whole config).
+"""
+
+import contextlib
+import importlib.util
+import io
+import os
+import shlex
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from verl_qwen35.choices import OUR_GROUPS, detect_device
+from verl_qwen35.paths import conf_dir
+
+COMMAND = "verl-qwen35"
+PRESETS_FLAG = "--presets"
+HELP_FLAGS = ("--help", "-h")
+FULL_HELP_FLAG = "--help-full"
+COMPLETION_FLAGS = ("--shell-completion", "-sc")
+_CONFIG_DIR_FLAGS = ("--config-dir", "-cd")
+
+
+@dataclass(frozen=True)
+class Related:
+    """A command beside this one; listed only when its module is installed."""
+
+    module: str
+    usage: str
+    what: str
+
+
+# The one list of related commands (`--help` and the README name the same ones).
+RELATED = (
+    Related("verl_qwen35.diff", "verl-qwen35-diff A B [--format markdown|json]", "compare two configs key by key"),
+    Related("verl_qwen35.data", "python -m verl_qwen35.data --out DIR", "fetch the geo3k parquet files once"),
+    Related("verl_qwen35.relaunch", "python -m verl_qwen35.relaunch RUN_DIR", "launch a run's exact config again"),
+    Related("verl_qwen35.estimate", "python -m verl_qwen35.estimate OVERRIDES", "device memory estimate of a config"),
+    Related("verl_qwen35.doctor", "python -m verl_qwen35.doctor", "check this machine's software stack"),
+    Related("verl_qwen35.layouts", "python -m verl_qwen35.layouts OVERRIDES", "plan the layouts that fit"),
+)
+
+# The three `dry_run` values (app.MODES reads them).
+DRY_RUN_MODES = (
+    ("dry_run=false", "default: preflight, then launch verl"),
+    ("dry_run=true", "compose, preflight, print the plan; imports no torch, Ray or verl"),
+    ("dry_run=full", "dry_run=true plus verl's own validate_config and config dataclasses (launch install)"),
+)
+
+
+def config_dirs(argv: Sequence[str]) -> list[Path]:
+    """The `--config-dir` values of a command line (`--config-dir D`, `-cd D`, `--config-dir=D`)."""
+    found = []
+    for i, arg in enumerate(argv):
+        name, has_value, value = arg.partition("=")
+        if name in _CONFIG_DIR_FLAGS:
+            value = value if has_value else (argv[i + 1] if i + 1 < len(argv) else "")
+            if value:
+                found.append(Path(value))
+    return found
+
+
+@dataclass(frozen=True)
+class Option:
+    group: str
+    name: str
+    path: Path
+    user_dir: Path | None  # the --config-dir it came from, None for ours
+
+    def description(self) -> str:
+        """The file's first comment line that is not a `# @package` header."""
+        for line in self.path.read_text().splitlines():
+            if line.startswith("#") and not line.startswith("# @package"):
+                return line.lstrip("# ").strip()
+            if line.strip() and not line.startswith("#"):
+                break
+        return ""
+
+    def values(self) -> DictConfig:
+        loaded = OmegaConf.load(self.path)
+        return loaded if isinstance(loaded, DictConfig) else OmegaConf.create()
+
+
+def discover(extra_dirs: Iterable[Path] = ()) -> dict[str, dict[str, Option]]:
+    """group -> option -> Option, from conf/ then each --config-dir (a later one wins, as in Hydra)."""
+    groups: dict[str, dict[str, Option]] = {}
+    for root, user_dir in [(conf_dir(), None), *((Path(d), Path(d)) for d in extra_dirs)]:
+        if not root.is_dir():
+            continue
+        for group_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+            for path in sorted(group_dir.glob("*.yaml")):
+                groups.setdefault(group_dir.name, {})[path.stem] = Option(group_dir.name, path.stem, path, user_dir)
+    return dict(sorted(groups.items(), key=lambda item: _group_order(item[0])))
+
+
+def default_choices() -> dict[str, str]:
+    """group -> default choice as conf/config.yaml's defaults list writes it (`${model}_${device}` kept)."""
+    defaults = OmegaConf.load(conf_dir() / "config.yaml").get("defaults", [])
+    found = {}
+    for entry in defaults:
+        if isinstance(entry, DictConfig):
+            for key, value in entry.items_ex(resolve=False):
+                found[str(key).removeprefix("optional ").removeprefix("override ")] = str(value)
+    return found
+
+
+def _group_order(group: str) -> tuple[bool, int, str]:
+    """The defaults list's order; verl_schema (picked from the installed verl) last."""
+    order = list(default_choices())
+    return (group == "verl_schema", order.index(group) if group in order else len(order), group)
+
+
+def _scalar(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def layout_summary(values: DictConfig) -> tuple[str, str]:
+    """('N x D = W', 'tp=.. pp=.. ...') of a parallel preset, read as written (not composed)."""
+    raw = OmegaConf.to_container(values, resolve=False)
+    assert isinstance(raw, dict)
+    nodes, per_node = raw.get("nnodes"), raw.get("devices_per_node")
+    world = f" = {nodes * per_node}" if isinstance(nodes, int) and isinstance(per_node, int) else ""
+    size = f"{_scalar(nodes)} x {_scalar(per_node)}{world}"
+    shown = {k: v for k, v in raw.items() if k not in ("nnodes", "devices_per_node") and not isinstance(v, dict | list)}
+    return size, " ".join(f"{key}={_scalar(value)}" for key, value in shown.items())
+
+
+def _origin(option: Option) -> str:
+    return f"  [{option.user_dir}]" if option.user_dir is not None else ""
+
+
+def presets_text(extra_dirs: Iterable[Path] = ()) -> str:
+    """Every group's options with what each holds, then the model x device grid of layouts and tunings."""
+    extra_dirs = list(extra_dirs)
+    groups = discover(extra_dirs)
+    defaults = default_choices()
+    sources = ", ".join([str(conf_dir()), *map(str, extra_dirs)])
+    lines = [f"{COMMAND} presets (from {sources}); pick one with GROUP=OPTION", ""]
+    width = max(len(name) for options in groups.values() for name in options) + 2
+    for group, options in groups.items():
+        lines.append(f"{group}  (default: {_default_text(group, defaults)})")
+        for option in options.values():
+            if group == "parallel":
+                size, rest = layout_summary(option.values())
+                text = f"{size:<12} {rest}"
+            else:
+                text = option.description()
+            lines.append(f"  {option.name:<{width}}{text}{_origin(option)}".rstrip())
+        lines.append("")
+    lines += _grid(groups)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _default_text(group: str, defaults: dict[str, str]) -> str:
+    if group == "device":
+        return f"detected, {detect_device()} here (npu when torch_npu is installed)"
+    if group == "verl_schema":
+        return "the installed verl's"
+    chosen = defaults.get(group)
+    return chosen.replace("${", "<").replace("}", ">") if chosen else "none"
+
+
+def _grid(groups: dict[str, dict[str, Option]]) -> list[str]:
+    """model x device: the layout and tuning `model=M device=D` picks by default (`M_D`)."""
+    layouts, tunings = groups.get("parallel", {}), groups.get("tuning", {})
+    rows = [("model", "device", "parallel", "nodes x devices", "layout", "tuning")]
+    for model in groups.get("model", {}):
+        for device in groups.get("device", {}):
+            name = f"{model}_{device}"
+            if name in layouts:
+                size, rest = layout_summary(layouts[name].values())
+                rows.append((model, device, name, size, rest, name if name in tunings else "-"))
+            else:
+                missing = f"no preset: add parallel/{name}.yaml or pass parallel=NAME"
+                rows.append((model, device, "-", "-", missing, "-"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    out = ["model x device (what model=M device=D picks: parallel=M_D, tuning=M_D when it exists)"]
+    for row in rows:
+        out.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
+    return out
+
+
+def help_text(extra_dirs: Iterable[Path] = ()) -> str:
+    """The short `--help`: usage, groups and options, dry_run modes, flags, related commands."""
+    groups = discover(extra_dirs)
+    defaults = default_choices()
+    lines = [
+        f"usage: {COMMAND} [GROUP=OPTION ...] [KEY=VALUE ...] [dry_run=true|full] [-m] [--cfg job] [--presets]",
+        "       (the same as python -m verl_qwen35 ...)",
+        "",
+        "Qwen3.5 MoE GRPO on verl + Megatron + vLLM, on NVIDIA GPU or Ascend NPU: compose the config",
+        "with Hydra, preflight it, then launch verl's main_ppo. Any verl key can be overridden.",
+        "",
+        f"groups ({COMMAND} {PRESETS_FLAG} shows what each option holds and every layout's nodes x devices):",
+    ]
+    width = max(len(g) for g in groups) + 2
+    for group, options in groups.items():
+        lines.append(f"  {group:<{width}}{', '.join(options)}  (default: {_default_text(group, defaults)})")
+    lines += ["", "dry_run:"]
+    lines += [f"  {mode:<15}{what}" for mode, what in DRY_RUN_MODES]
+    lines += [
+        "",
+        "examples:",
+        f"  {COMMAND} device=npu model=122b dry_run=true",
+        f"  {COMMAND} device=gpu model=35b parallel.tp=4 parallel.gen_tp=4 actor_rollout_ref.rollout.n=8",
+        f"  {COMMAND} -m device=npu model=122b parallel.pp=2,4 parallel.ep=8,16 dry_run=true   # a sweep",
+        f"  {COMMAND} --config-dir my_conf device=npu model=122b parallel=my_layout dry_run=true",
+        "",
+        "options:",
+        f"  {PRESETS_FLAG:<24}list models, devices, layouts, tunings (with those of --config-dir)",
+        "  --cfg job [--resolve]   print the whole composed config (verl's keys and ours); -p KEY for one node",
+        "  --config-dir DIR        add your own presets: DIR/<group>/<name>.yaml",
+        "  -m, --multirun          sweep comma-separated values; one summary table at the end",
+        f"  {FULL_HELP_FLAG:<24}Hydra's help: every config group (verl's too) and the whole config",
+        "  --hydra-help            Hydra's own flags",
+        f'  -sc install=bash        shell completion: eval "$({COMMAND} -sc install=bash)"',
+        "",
+        "related commands:",
+    ]
+    related = [r for r in RELATED if importlib.util.find_spec(r.module) is not None]
+    width = max(len(r.usage) for r in related) + 2
+    lines += [f"  {r.usage:<{width}}{r.what}" for r in related]
+    return "\n".join(lines) + "\n"
+
+
+def _completion_filter(output: str, extra_dirs: Iterable[Path]) -> str:
+    """Drop `model=hf_model` and the like: verl's options that Hydra offers under our group names."""
+    groups = discover(extra_dirs)
+    kept = []
+    for word in output.split():
+        group, has_value, value = word.partition("=")
+        if has_value and value and group in OUR_GROUPS and value not in groups.get(group, {}):
+            continue
+        kept.append(word)
+    return " ".join(kept)
+
+
+def _complete(hydra_main: Callable[[], None], argv: list[str]) -> None:
+    """Hydra's completion untouched, except foreign options of our groups; prints nothing else."""
+    sys.argv = [sys.argv[0], *argv]
+    if not any(a.startswith("query=") for a in argv):
+        hydra_main()  # install / uninstall: the script as Hydra writes it
+        return
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):
+        hydra_main()
+    line_dirs = config_dirs(shlex.split(os.environ.get("COMP_LINE", "")))
+    print(_completion_filter(captured.getvalue(), line_dirs))
+
+
+def handled(argv: list[str], hydra_main: Callable[[], None]) -> bool:
+    """Serve --help, --presets, --help-full and shell completion; False for a run."""
+    if any(a in COMPLETION_FLAGS or a.startswith("--shell-completion=") for a in argv):
+        _complete(hydra_main, argv)
+        return True
+    if any(a in HELP_FLAGS for a in argv):
+        print(help_text(config_dirs(argv)), end="")
+        return True
+    if PRESETS_FLAG in argv:
+        print(presets_text(config_dirs(argv)), end="")
+        return True
+    if FULL_HELP_FLAG in argv:
+        sys.argv = [sys.argv[0], *("--help" if a == FULL_HELP_FLAG else a for a in argv)]
+        hydra_main()
+        return True
+    return False
