@@ -25,6 +25,7 @@ COMMAND = "verl-qwen35"
 PRESETS_FLAG = "--presets"
 HELP_FLAGS = ("--help", "-h")
 FULL_HELP_FLAG = "--help-full"
+HYDRA_HELP_FLAG = "--hydra-help"
 COMPLETION_FLAGS = ("--shell-completion", "-sc")
 _CONFIG_DIR_FLAGS = ("--config-dir", "-cd")
 
@@ -220,7 +221,7 @@ def help_text(extra_dirs: Iterable[Path] = ()) -> str:
         "  --config-dir DIR        add your own presets: DIR/<group>/<name>.yaml",
         "  -m, --multirun          sweep comma-separated values; one summary table at the end",
         f"  {FULL_HELP_FLAG:<24}Hydra's help: every config group (verl's too) and the whole config",
-        "  --hydra-help            Hydra's own flags",
+        f"  {HYDRA_HELP_FLAG:<24}Hydra's own flags",
         f'  -sc install=bash        shell completion: eval "$({COMMAND} -sc install=bash)"',
         "",
         "related commands:",
@@ -257,7 +258,7 @@ def _complete(hydra_main: Callable[[], None], argv: list[str]) -> None:
 
 
 def handled(argv: list[str], hydra_main: Callable[[], None]) -> bool:
-    """Serve --help, --presets, --help-full and shell completion; False for a run."""
+    """Serve --help, --presets, --help-full, --hydra-help and shell completion; False for a run."""
     if any(a in COMPLETION_FLAGS or a.startswith("--shell-completion=") for a in argv):
         _complete(hydra_main, argv)
         return True
@@ -267,7 +268,7 @@ def handled(argv: list[str], hydra_main: Callable[[], None]) -> bool:
     if PRESETS_FLAG in argv:
         print(presets_text(config_dirs(argv)), end="")
         return True
-    if FULL_HELP_FLAG in argv:
+    if FULL_HELP_FLAG in argv or HYDRA_HELP_FLAG in argv:  # Hydra's own, without our filled-in overrides
         sys.argv = [sys.argv[0], *("--help" if a == FULL_HELP_FLAG else a for a in argv)]
         hydra_main()
         return True
