@@ -223,3 +223,11 @@ def test_light_install_refuses_what_needs_verl_runtime(light: Light, tmp_path: P
     refusal = next(line for line in done.stderr.splitlines() if line.startswith("ERROR   [dry_run]"))
     assert "config-only install" in refusal and "[launch]'" in refusal and "dry_run=true" in refusal
     assert not list(tmp_path.rglob("launch.yaml"))
+
+
+def test_readme_config_only_command_is_the_one_tested_here() -> None:
+    """The README's first set-up command is this file's light install: the package, then verl alone."""
+    from verl_qwen35.install import CONFIG_ONLY_VERL
+
+    first = next(line for line in (REPO / "README.md").read_text().splitlines() if "-m venv" in line)
+    assert f"pip install -e . && {CONFIG_ONLY_VERL} && verl-qwen35 " in first and "dry_run=true" in first
