@@ -231,3 +231,20 @@ def test_readme_config_only_command_is_the_one_tested_here() -> None:
 
     first = next(line for line in (REPO / "README.md").read_text().splitlines() if "-m venv" in line)
     assert f"pip install -e . && {CONFIG_ONLY_VERL} && verl-qwen35 " in first and "dry_run=true" in first
+
+
+def test_light_install_runs_the_config_only_commands(light: Light, tmp_path: Path) -> None:
+    from verl_qwen35.cli_help import RELATED
+
+    shipped = [r for r in RELATED if r.config_only and (REPO / (r.module.replace(".", "/") + ".py")).is_file()]
+    assert "verl_qwen35.diff" in {r.module for r in shipped}
+    for command in shipped:  # importable and runnable without torch, Ray or verl's runtime
+        done = subprocess.run(
+            [str(light.bin / "python"), "-m", command.module, "--help"],
+            cwd=tmp_path,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0 and "Traceback" not in done.stderr, f"{command.module}: {done.stderr}"

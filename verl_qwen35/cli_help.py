@@ -37,16 +37,28 @@ class Related:
     module: str
     usage: str
     what: str
+    config_only: bool  # works in the config-only install (no torch, Ray or vLLM)
 
 
 # The one list of related commands (`--help` and the README name the same ones).
 RELATED = (
-    Related("verl_qwen35.diff", "verl-qwen35-diff A B [--format markdown|json]", "compare two configs key by key"),
-    Related("verl_qwen35.data", "python -m verl_qwen35.data --out DIR", "fetch the geo3k parquet files once"),
-    Related("verl_qwen35.relaunch", "python -m verl_qwen35.relaunch RUN_DIR", "launch a run's exact config again"),
-    Related("verl_qwen35.estimate", "python -m verl_qwen35.estimate OVERRIDES", "device memory estimate of a config"),
-    Related("verl_qwen35.doctor", "python -m verl_qwen35.doctor", "check this machine's software stack"),
-    Related("verl_qwen35.layouts", "python -m verl_qwen35.layouts OVERRIDES", "plan the layouts that fit"),
+    Related(
+        "verl_qwen35.diff", "verl-qwen35-diff A B [--format markdown|json]", "compare two configs key by key", True
+    ),
+    Related("verl_qwen35.data", "python -m verl_qwen35.data --out DIR", "fetch the geo3k parquet files once", False),
+    Related(
+        "verl_qwen35.relaunch", "python -m verl_qwen35.relaunch RUN_DIR", "launch a run's exact config again", False
+    ),
+    Related(
+        "verl_qwen35.estimate", "python -m verl_qwen35.estimate OVERRIDES", "device memory estimate of a config", True
+    ),
+    Related(
+        "verl_qwen35.doctor",
+        "python -m verl_qwen35.doctor [device=gpu|npu]",
+        "check this machine's software stack",
+        False,
+    ),
+    Related("verl_qwen35.layouts", "python -m verl_qwen35.layouts OVERRIDES", "plan the layouts that fit", True),
 )
 
 # The three `dry_run` values (app.MODES reads them).
