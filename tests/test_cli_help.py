@@ -179,3 +179,10 @@ def test_completion_script_and_query_print_no_device_line(console_script, tmp_pa
     query = _cli("-sc", "query=bash", cwd=tmp_path, env={"COMP_LINE": "verl-qwen35 dev", "COMP_POINT": "15"})
     assert ANNOUNCEMENT not in query.stdout + query.stderr and query.stderr == ""
     assert "device=" in query.stdout.split()
+
+
+def test_fish_completion_keeps_one_candidate_a_line(tmp_path):
+    line = "verl-qwen35 device=gpu model="
+    done = _cli("-sc", "query=fish", cwd=tmp_path, env={"COMP_LINE": line, "COMP_POINT": str(len(line))})
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.splitlines() == [f"model={m}" for m in discover()["model"]]

@@ -245,15 +245,18 @@ def help_text(extra_dirs: Iterable[Path] = ()) -> str:
 
 
 def _completion_filter(output: str, extra_dirs: Iterable[Path]) -> str:
-    """Drop `model=hf_model` and the like: verl's options that Hydra offers under our group names."""
+    """Drop `model=hf_model` and the like: verl's options that Hydra offers under our group names.
+
+    Keeps Hydra's layout: one line of words for bash and zsh, one word a line for fish.
+    """
     groups = discover(extra_dirs)
-    kept = []
-    for word in output.split():
+
+    def foreign(word: str) -> bool:
         group, has_value, value = word.partition("=")
-        if has_value and value and group in OUR_GROUPS and value not in groups.get(group, {}):
-            continue
-        kept.append(word)
-    return " ".join(kept)
+        return has_value and bool(value) and group in OUR_GROUPS and value not in groups.get(group, {})
+
+    kept = [" ".join(w for w in line.split(" ") if not foreign(w)) for line in output.rstrip("\n").split("\n")]
+    return "\n".join(line for line, was in zip(kept, output.split("\n"), strict=False) if line or not was)
 
 
 def _complete(hydra_main: Callable[[], None], argv: list[str]) -> None:
