@@ -28,8 +28,8 @@ def launch_install_command() -> str:
     if direct_url:
         found = json.loads(direct_url)
         url = found.get("url", "")
-        if url.startswith("file://") and found.get("dir_info") is not None:
-            editable = "-e " if found["dir_info"].get("editable") else ""
+        if url.startswith("file://"):  # a checkout (editable or not) or a wheel file
+            editable = "-e " if found.get("dir_info", {}).get("editable") else ""
             return f"pip install {editable}'{url.removeprefix('file://')}[launch]'"
     return f"pip install '{PACKAGE}[launch]'"
 
