@@ -186,3 +186,9 @@ def test_fish_completion_keeps_one_candidate_a_line(tmp_path):
     done = _cli("-sc", "query=fish", cwd=tmp_path, env={"COMP_LINE": line, "COMP_POINT": str(len(line))})
     assert done.returncode == 0 and done.stderr == ""
     assert done.stdout.splitlines() == [f"model={m}" for m in discover()["model"]]
+
+
+def test_presets_of_a_config_dir_that_is_not_there(tmp_path):
+    done = _cli("--presets", "--config-dir", str(tmp_path / "typo"), cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"verl_qwen35: --config-dir {tmp_path / 'typo'}: no such directory\n"

@@ -277,11 +277,13 @@ def handled(argv: list[str], hydra_main: Callable[[], None]) -> bool:
     if any(a in COMPLETION_FLAGS or a.startswith("--shell-completion=") for a in argv):
         _complete(hydra_main, argv)
         return True
-    if any(a in HELP_FLAGS for a in argv):
-        print(help_text(config_dirs(argv)), end="")
-        return True
-    if PRESETS_FLAG in argv:
-        print(presets_text(config_dirs(argv)), end="")
+    listing = help_text if any(a in HELP_FLAGS for a in argv) else presets_text if PRESETS_FLAG in argv else None
+    if listing is not None:
+        dirs = config_dirs(argv)
+        if missing := [str(d) for d in dirs if not d.is_dir()]:
+            print(f"verl_qwen35: --config-dir {', '.join(missing)}: no such directory", file=sys.stderr)
+            raise SystemExit(2)
+        print(listing(dirs), end="")
         return True
     if FULL_HELP_FLAG in argv or HYDRA_HELP_FLAG in argv:  # Hydra's own, without our filled-in overrides
         sys.argv = [sys.argv[0], *("--help" if a == FULL_HELP_FLAG else a for a in argv)]
