@@ -248,3 +248,17 @@ def test_light_install_runs_the_config_only_commands(light: Light, tmp_path: Pat
             timeout=60,
         )
         assert done.returncode == 0 and "Traceback" not in done.stderr, f"{command.module}: {done.stderr}"
+
+
+def test_light_install_data_command_names_its_missing_client(light: Light, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(light.bin / "python"), "-m", "verl_qwen35.data", "--out", str(tmp_path / "geo3k")],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "huggingface_hub is not installed here: pip install huggingface_hub" in done.stderr
+    assert not list((tmp_path / "geo3k").iterdir())
