@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from verl_qwen35.cli_help import RELATED, discover, help_text, presets_text
+from verl_qwen35.cli_help import RELATED, help_text
 from verl_qwen35.compose import compose
+from verl_qwen35.presets import discover, presets_text
 
 REPO = Path(__file__).resolve().parents[1]
 ANNOUNCEMENT = "torch_npu is"  # the device line printed when `device` is detected for a run
@@ -192,3 +193,14 @@ def test_presets_of_a_config_dir_that_is_not_there(tmp_path):
     done = _cli("--presets", "--config-dir", str(tmp_path / "typo"), cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr == f"verl_qwen35: --config-dir {tmp_path / 'typo'}: no such directory\n"
+
+
+def test_presets_show_the_file_hydra_loads_when_names_clash(my_conf, tmp_path):
+    """Hydra searches --config-dir after our conf/: our 35b_gpu wins, and --presets says so."""
+    (my_conf / "parallel" / "35b_gpu.yaml").write_text(
+        "tp: 2\npp: 1\ncp: 1\nep: 8\netp: 1\nvpp: null\ngen_tp: 8\nnnodes: 99\ndevices_per_node: 8\n"
+    )
+    printed = _cli("--config-dir", str(my_conf), "device=gpu", "model=35b", "--cfg", "job", "-p", "parallel", cwd=tmp_path)
+    assert printed.returncode == 0, printed.stderr
+    line = next(x for x in presets_text([my_conf]).splitlines() if x.strip().startswith("35b_gpu "))
+    assert "nnodes: 1\n" in printed.stdout and "1 x 8 = 8" in line and str(my_conf) not in line
