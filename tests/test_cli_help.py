@@ -200,7 +200,8 @@ def test_presets_show_the_file_hydra_loads_when_names_clash(my_conf, tmp_path):
     (my_conf / "parallel" / "35b_gpu.yaml").write_text(
         "tp: 2\npp: 1\ncp: 1\nep: 8\netp: 1\nvpp: null\ngen_tp: 8\nnnodes: 99\ndevices_per_node: 8\n"
     )
-    printed = _cli("--config-dir", str(my_conf), "device=gpu", "model=35b", "--cfg", "job", "-p", "parallel", cwd=tmp_path)
+    args = ("--config-dir", str(my_conf), "device=gpu", "model=35b", "--cfg", "job", "-p", "parallel")
+    printed = _cli(*args, cwd=tmp_path)
     assert printed.returncode == 0, printed.stderr
     line = next(x for x in presets_text([my_conf]).splitlines() if x.strip().startswith("35b_gpu "))
     assert "nnodes: 1\n" in printed.stdout and "1 x 8 = 8" in line and str(my_conf) not in line
