@@ -47,7 +47,10 @@ RELATED = (
         "verl_qwen35.relaunch", "python -m verl_qwen35.relaunch RUN_DIR", "launch a run's exact config again", False
     ),
     Related(
-        "verl_qwen35.estimate", "python -m verl_qwen35.estimate OVERRIDES", "device memory estimate of a config", True
+        "verl_qwen35.estimate",
+        "python -m verl_qwen35.estimate OVERRIDES [--format json]",
+        "device memory estimate of a config",
+        True,
     ),
     Related(
         "verl_qwen35.doctor",
@@ -55,7 +58,12 @@ RELATED = (
         "check this machine's software stack",
         False,
     ),
-    Related("verl_qwen35.layouts", "python -m verl_qwen35.layouts OVERRIDES", "plan the layouts that fit", True),
+    Related(
+        "verl_qwen35.layouts",
+        "python -m verl_qwen35.layouts OVERRIDES [--top N] [--sweep DIR]",
+        "plan the layouts that fit",
+        True,
+    ),
 )
 
 # The three `dry_run` values (app.MODES reads them).
