@@ -34,6 +34,9 @@ from verl_qwen35.paths import verl_config_dir
 PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
 # A small local Ray for a 2-core box; with the data files, the only overrides the test adds.
 SMALL_RAY = "ray_kwargs.ray_init.num_cpus=2"
+# This machine has neither vLLM nor a GPU/NPU: the launch-time stack and device checks (tested in
+# tests/test_machine_launch.py) would refuse every launch here.
+NO_MACHINE_CHECKS = ("launch_checks.stack=false", "launch_checks.devices=false")
 ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"
 
 
@@ -118,7 +121,7 @@ def launch(tmp_path, monkeypatch):
 
     def run(*overrides: str, shell: dict[str, str] | None = None) -> tuple[dict, dict]:
         """Launch from a shell that sets none of `env.set` but `shell`."""
-        overrides = (*overrides, *data, SMALL_RAY)
+        overrides = (*overrides, *data, SMALL_RAY, *NO_MACHINE_CHECKS)
         assert not ray.is_initialized(), "a Ray from before the launch would skip our runtime_env"
         expected = compose(overrides)
         for name in expected.env.set:
@@ -148,9 +151,8 @@ def launch(tmp_path, monkeypatch):
         """Launch a Hydra multirun in-process; one record per job, in job order."""
         for name in ("HCCL_BUFFSIZE", "CPU_AFFINITY_CONF", "OMP_NUM_THREADS"):
             monkeypatch.delenv(name, raising=False)
-        monkeypatch.setattr(
-            sys, "argv", ["verl-qwen35", "-m", *overrides, *data, SMALL_RAY, f"hydra.sweep.dir={tmp_path}/sweep"]
-        )
+        ours = (*data, SMALL_RAY, *NO_MACHINE_CHECKS, f"hydra.sweep.dir={tmp_path}/sweep")
+        monkeypatch.setattr(sys, "argv", ["verl-qwen35", "-m", *overrides, *ours])
         entrypoint.main()
         assert not ray.is_initialized(), "the last job must shut Ray down"
         return [json.loads(line) for line in out.read_text().splitlines()]

@@ -102,6 +102,7 @@ def test_wheel_holds_every_conf_file(wheel: Path) -> None:
     assert not missing, f"conf files missing from {wheel.name}: {missing}"
     modules = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "verl_qwen35").rglob("*.py"))
     assert not [m for m in modules if m not in names]
+    assert {"verl_qwen35/matrix/gpu.yaml", "verl_qwen35/matrix/npu.yaml"} <= names  # the doctor's version data
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "verl-qwen35 = verl_qwen35.__main__:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 

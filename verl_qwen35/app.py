@@ -7,6 +7,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks import Problem, preflight
+from verl_qwen35.checks.memory import memory_column
 from verl_qwen35.environment import from_shell, job_environment
 from verl_qwen35.install import runtime_problems
 from verl_qwen35.plan import plan_lines
@@ -53,6 +54,10 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
         found += runtime_problems(mode)
     if mode == "full" and not [p for p in found if p.level == "error"]:
         found += _verl_problems(cfg)
+    if mode == "launch" and not [p for p in found if p.level == "error"]:
+        from verl_qwen35.checks.machine import launch_problems  # launch path only: keeps dry runs lean
+
+        found += launch_problems(cfg)  # the stack and the cluster's devices, before verl starts Ray
     return found
 
 
@@ -81,7 +86,7 @@ def run(cfg: DictConfig) -> None:
     found = problems(cfg, choices, mode)
     errors = [p for p in found if p.level == "error"]
     if output_dir:
-        write_verdict(output_dir, mode, found)
+        write_verdict(output_dir, mode, found, memory_column(cfg))
     for problem in found:
         print(problem, file=sys.stderr)
     if mode != "launch":

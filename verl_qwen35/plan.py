@@ -3,6 +3,7 @@
 from omegaconf import DictConfig
 
 from verl_qwen35.checks.layout import Layout, layers_per_stage
+from verl_qwen35.checks.memory import memory_lines
 
 
 def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> list[str]:
@@ -20,6 +21,7 @@ def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None)
         f"           DP {lo.dp}, expert-DP {lo.expert_dp}, layers per pipeline stage {layers_per_stage(lo, m)}",
         f"rollout    {rollout.name} tp={lo.gen_tp}: {lo.world // replica if replica else '?'} replica(s)",
         f"step       {prompts} prompts x n={rollout.n} = {prompts * rollout.n} sequences, mini-batch {mini}",
+        *memory_lines(cfg),
         f"data       {cfg.data.train_files} | {cfg.data.val_files}",
         f"env        {len(cfg.env.set)} variables to the driver and every Ray worker; cleared: {', '.join(unset)}",
         f"checkpoint {cfg.trainer.default_local_dir}",

@@ -12,6 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.app import LAUNCH_FILE, launch_now
 from verl_qwen35.checks import preflight
+from verl_qwen35.checks.machine import launch_problems
 from verl_qwen35.install import runtime_problems
 
 
@@ -26,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = OmegaConf.load(path)
     assert isinstance(cfg, DictConfig)
     errors = [p for p in preflight(cfg) + runtime_problems("launch") if p.level == "error"]
+    errors = errors or [p for p in launch_problems(cfg) if p.level == "error"]
     for problem in errors:
         print(problem, file=sys.stderr)
     if errors:

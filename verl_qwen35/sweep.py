@@ -33,8 +33,10 @@ def job_tag() -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{sweep}_job{hydra_cfg.job.num}")
 
 
-def write_verdict(output_dir: str, mode: str, found: list[Problem]) -> None:
-    """This job's verdict, in its own output directory, for SweepSummary (and for people)."""
+def write_verdict(output_dir: str, mode: str, found: list[Problem], memory: str = "") -> None:
+    """This job's verdict, in its own output directory, for SweepSummary (and for people).
+
+    `memory`: the estimate's cell (training/rollout GiB per device of capacity, checks.memory.memory_column)."""
     hydra_cfg = HydraConfig.get()
 
     def listed(level: str) -> list[dict[str, Any]]:
@@ -47,6 +49,7 @@ def write_verdict(output_dir: str, mode: str, found: list[Problem]) -> None:
         "valid": not listed("error"),
         "errors": listed("error"),
         "warnings": listed("warning"),
+        "memory": memory,
     }
     (Path(output_dir) / VERDICT).write_text(json.dumps(record, indent=2))
 
@@ -71,7 +74,13 @@ def summarize(sweep_dir: Path) -> list[dict[str, Any]]:
     keys = sorted({k for v in values for k in v})
     swept = [k for k in keys if len({v.get(k) for v in values}) > 1] or keys
     return [
-        {"job": r["job"], **{k: v.get(k, "") for k in swept}, "valid": r["valid"], "reason": first_reason(r)}
+        {
+            "job": r["job"],
+            **{k: v.get(k, "") for k in swept},
+            "valid": r["valid"],
+            "memory_gib": r.get("memory", ""),
+            "reason": first_reason(r),
+        }
         for r, v in zip(records, values, strict=True)
     ]
 

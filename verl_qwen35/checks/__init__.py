@@ -10,6 +10,7 @@ from verl_qwen35.checks.megatron_keys import (
     patch_value_problems,
     transformer_config_fields,
 )
+from verl_qwen35.checks.memory import memory_problems
 from verl_qwen35.checks.parity import layout_source_errors, parity_errors
 from verl_qwen35.checks.problem import Level, Problem, error
 from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problems
@@ -41,6 +42,7 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
         found += batch_problems(cfg, layout, uses_reference(cfg))
     found += packing_problems(cfg, megatron_core_version())
     found += length_problems(cfg)
+    found += memory_problems(cfg)
     found += patch_value_problems(cfg)
     found += override_key_problems(cfg, device, transformer_config_fields())
     found += data_problems(cfg, machine_missing)

@@ -1,0 +1,252 @@
+"""Launch-time checks: the software stack (doctor) and the devices of a real Ray cluster or this machine."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+from ray._private.services import canonicalize_bootstrap_address
+
+from verl_qwen35.compose import compose
+from verl_qwen35.devices import device_problems
+from verl_qwen35.doctor import main as doctor
+from verl_qwen35.stack import cann_version, check, satisfies, torch_cuda
+
+# --- the stack ----------------------------------------------------------------------------------
+
+
+def test_doctor_here_exits_2_naming_vllm_and_torch_npu():
+    run = subprocess.run([sys.executable, "-m", "verl_qwen35.doctor", "device=npu"], capture_output=True, text=True)
+    assert run.returncode == 2, run.stdout + run.stderr
+    failing = [line for line in run.stdout.splitlines() if "FAIL" in line]
+    assert any(line.startswith("vLLM ") for line in failing)
+    assert any(line.startswith("torch_npu") for line in failing)
+    assert "Traceback" not in run.stderr and run.stdout.splitlines()[-1].startswith("verdict: NOT ready")
+
+
+def test_doctor_gpu_reports_installed_and_required_versions(capsys):
+    assert doctor(["device=gpu", "--format", "json"]) == 2
+    report = json.loads(capsys.readouterr().out)
+    rows = {c["name"]: c for c in report["components"]}
+    assert rows["verl"]["installed"] == version("verl") and rows["verl"]["ok"]
+    assert rows["Ray"]["installed"] == version("ray") and rows["Ray"]["required"] == ">=2.41.0"
+    assert (rows["vLLM"]["installed"], rows["vLLM"]["ok"]) == ("missing", False)
+    assert not rows["torch (CUDA build)"]["ok"] and "without CUDA" in rows["torch (CUDA build)"]["note"]
+    # verl 0.9 needs TransferQueue (verl[verl-core]); 0.8 does not import it.
+    assert ("TransferQueue (verl[verl-core])" in rows) == version("verl").startswith("0.9")
+
+
+def test_doctor_exits_0_when_every_component_fits(tmp_path, capsys):
+    matrix = {
+        "device": "gpu",
+        "components": [
+            {"name": "Python", "kind": "python", "require": ">=3.11", "source": "test"},
+            {"name": "verl", "kind": "package", "dist": "verl", "module": "verl", "require": ">=0.8", "source": "t"},
+            {"name": "sh", "kind": "tool", "command": "sh", "source": "test"},
+        ],
+    }
+    (tmp_path / "mine.yaml").write_text(json.dumps(matrix))
+    assert doctor(["device=gpu", "--matrix", str(tmp_path / "mine.yaml")]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "verdict: ready to launch"
+
+
+def test_doctor_refuses_an_unknown_device(capsys):
+    assert doctor(["device=tpu"]) == 2
+    assert "device=tpu" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("found", "spec", "ok"),
+    [
+        ("2.13.0+cpu", ">=2.9", True),  # local build label
+        ("2.9.0.post2", ">=2.9,<2.10", True),  # the Ascend image's torch
+        ("9.0.RC1", ">=9.0,<9.1", True),  # CANN release candidates belong to their release
+        ("8.3.RC1", ">=9.0,<9.1", False),
+        ("5.6.0", ">=5.5.3,<5.11,!=5.6.0", False),
+        ("0.24.0", "", True),
+    ],
+)
+def test_versions_compare_as_their_release(found, spec, ok):
+    assert satisfies(found, spec) is ok
+
+
+def test_cann_version_is_read_from_its_install_info(tmp_path, monkeypatch):
+    info = tmp_path / "aarch64-linux" / "ascend_toolkit_install.info"
+    info.parent.mkdir()
+    info.write_text("package_name=Ascend-cann-toolkit\nversion=9.0.0\narch=aarch64\n")
+    monkeypatch.setenv("ASCEND_HOME_PATH", str(tmp_path))
+    assert cann_version() == ("9.0.0", str(info))
+    verdict = check({"name": "CANN", "kind": "cann", "require": ">=9.0,<9.1", "source": "t"})
+    assert verdict.ok and verdict.installed == "9.0.0"
+    info.write_text("version=8.3.RC1\n")
+    assert not check({"name": "CANN", "kind": "cann", "require": ">=9.0,<9.1", "source": "t"}).ok
+
+
+def test_torch_cuda_build_is_read_from_version_py(tmp_path, monkeypatch):
+    package = tmp_path / "cudatorch"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise ImportError('the check must not import torch')\n")
+    (package / "version.py").write_text("__version__ = '2.11.0+cu130'\ncuda: Optional[str] = '13.0'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert torch_cuda("cudatorch") == "13.0"
+    assert torch_cuda("torch") is None  # the CPU build installed here
+
+
+# --- devices --------------------------------------------------------------------------------------
+
+
+def _stub_data(directory: Path) -> list[str]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {
+            "prompt": [[{"role": "user", "content": "1+1?"}]],
+            "data_source": ["hiyouga/geometry3k"],
+            "reward_model": [{"style": "rule", "ground_truth": "2"}],
+        }
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in ("train", "test"):
+        pq.write_table(table, directory / f"{name}.parquet")
+    return [f"data.train_files={directory}/train.parquet", f"data.val_files={directory}/test.parquet"]
+
+
+def launch(tmp_path: Path, env: dict[str, str], *overrides: str) -> subprocess.CompletedProcess:
+    """A real launch from the command line (the user's path); stops wherever the checks stop it."""
+    return subprocess.run(
+        [sys.executable, "-m", "verl_qwen35", *overrides, *_stub_data(tmp_path / "data")]
+        + [f"hydra.run.dir={tmp_path}/out"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, **env},
+        timeout=300,
+    )
+
+
+def test_gpu_preset_on_this_machine_is_refused_before_ray_starts(tmp_path):
+    ray_dir = tmp_path / "r"
+    temp_dir = f"+ray_kwargs.ray_init._temp_dir={ray_dir}"  # where verl's local Ray would write its session
+    run = launch(tmp_path, {"RAY_ADDRESS": "local"}, "device=gpu", "model=35b", temp_dir)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    assert "1 node(s) x 8 GPUs = 8" in run.stderr and "0 GPU(s)" in run.stderr
+    assert "ray start --head --port=6379 --num-gpus=8" in run.stderr
+    assert "vLLM: not installed, required >=0.18.0" in run.stderr  # the stack check reports alongside
+    assert not ray_dir.exists(), "verl's ray.init must not have run"
+    assert not (tmp_path / "out" / "launch.yaml").exists()
+
+
+def free_ports(count: int) -> list[int]:
+    with ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+
+
+@pytest.fixture(scope="module")
+def ray_head() -> Iterator[str]:
+    """A real Ray head advertising 2 GPUs and 16 NPUs: own temp dir, own ports, stopped by its process group."""
+    temp_dir = tempfile.mkdtemp(prefix="r", dir="/tmp")
+    gcs, node_manager, object_manager, client, dashboard, agent, agent_grpc, runtime_env, metrics, *workers = (
+        free_ports(9 + 4)
+    )
+    command = [
+        str(Path(sys.executable).parent / "ray"),
+        "start",
+        "--head",
+        "--block",
+        "--node-ip-address=127.0.0.1",
+        f"--port={gcs}",
+        f"--node-manager-port={node_manager}",
+        f"--object-manager-port={object_manager}",
+        f"--ray-client-server-port={client}",
+        f"--dashboard-agent-listen-port={agent}",
+        f"--dashboard-agent-grpc-port={agent_grpc}",
+        f"--runtime-env-agent-port={runtime_env}",
+        f"--metrics-export-port={metrics}",
+        f"--worker-port-list={','.join(map(str, workers))}",
+        "--include-dashboard=false",
+        f"--dashboard-port={dashboard}",
+        "--num-cpus=1",
+        "--num-gpus=2",
+        '--resources={"NPU": 16}',
+        f"--temp-dir={temp_dir}",
+        "--disable-usage-stats",
+    ]
+    log = Path(temp_dir) / "ray_start.log"
+    # Token auth (a ~/.ray/auth_token) would refuse a driver that connects by address.
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    with log.open("w") as out:
+        head = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while "Ray runtime started" not in log.read_text():
+            if head.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"ray start failed:\n{log.read_text()}")
+            time.sleep(0.2)
+        yield f"127.0.0.1:{gcs}"
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(head.pid, sig)
+                head.wait(timeout=10)
+                break
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                continue
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def resolved(*overrides: str):
+    cfg = compose(list(overrides))
+    OmegaConf.resolve(cfg)
+    return cfg
+
+
+def test_cluster_with_too_few_gpus_is_refused_with_numbers_and_the_fix(ray_head, monkeypatch):
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    cfg = resolved("device=gpu", "model=35b", f"+ray_kwargs.ray_init.address={ray_head}")
+    (problem,) = device_problems(cfg, "gpu")
+    address = canonicalize_bootstrap_address(ray_head)  # Ray names 127.0.0.1 by this host's address
+    assert f"the Ray cluster at {address} has GPUs per node [2]" in problem.message
+    assert "1 node(s) x 8 GPUs = 8" in problem.message
+    assert f"ray start --address={address} --num-gpus=8" in problem.message
+    assert "parallel.nnodes" in problem.keys[0]
+
+
+def test_cluster_with_the_devices_passes(ray_head, monkeypatch):
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    npu = resolved("device=npu", "model=35b", f"+ray_kwargs.ray_init.address={ray_head}")  # 1 x 16 NPUs
+    assert device_problems(npu, "npu") == []
+    monkeypatch.setenv("RAY_ADDRESS", ray_head)  # the address a user exports, as verl's ray.init reads it
+    two_gpus = resolved("device=gpu", "model=35b", "parallel.devices_per_node=2")
+    assert device_problems(two_gpus, "gpu") == []
+    four_nodes = resolved("device=npu", "model=122b")  # 4 x 16: one node is not enough
+    (problem,) = device_problems(four_nodes, "npu")
+    assert "NPUs per node [16]" in problem.message and "Add 3 node(s)" in problem.message
+
+
+def test_launch_against_the_cluster_is_refused_before_verl_runs(ray_head, tmp_path):
+    run = launch(
+        tmp_path,
+        {"RAY_ADDRESS": ray_head, "RAY_AUTH_MODE": "disabled"},
+        "device=gpu",
+        "model=35b",
+        "launch_checks.stack=false",
+    )
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr and "GPUs per node [2]" in run.stderr
+    assert "verdict    REFUSED" in run.stderr and not (tmp_path / "out" / "launch.yaml").exists()

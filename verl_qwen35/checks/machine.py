@@ -1,0 +1,38 @@
+"""Launch-time checks of this host and its Ray cluster: the software stack and the devices.
+
+They run at launch only (never in `dry_run=true|full`, which may run on a laptop or in CI), after
+the config's own checks pass and before verl starts Ray. `launch_checks.stack=false` /
+`launch_checks.devices=false` skip them (e.g. forwarding tests on a CPU-only machine).
+"""
+
+from omegaconf import DictConfig
+
+from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.stack import Verdict, importable, stack_verdicts
+
+
+def device_of(cfg: DictConfig) -> str:
+    return "npu" if cfg.trainer.get("device") == "npu" else "gpu"
+
+
+def stack_problem(v: Verdict, device: str) -> Problem:
+    found = "not installed" if v.installed == "missing" else f"installed {v.installed}"
+    return error(
+        "launch_checks.stack",
+        f"{v.name}: {found}, required {v.required} ({v.note}); install it in every node's "
+        f"environment (python -m verl_qwen35.doctor device={device} lists the whole stack)",
+    )
+
+
+def launch_problems(cfg: DictConfig) -> list[Problem]:
+    device = device_of(cfg)
+    wanted = cfg.get("launch_checks") or {}
+    verdicts = stack_verdicts(device) if wanted.get("stack", True) else []
+    found = [stack_problem(v, device) for v in verdicts if not v.ok]
+    if not wanted.get("devices", True):
+        return found
+    if not importable("ray"):
+        return found + [error("launch_checks.devices", "Ray is not installed: the cluster's devices cannot be counted")]
+    from verl_qwen35.devices import device_problems
+
+    return found + device_problems(cfg, device)

@@ -1,0 +1,171 @@
+"""Will it fit? The memory estimate (verl_qwen35/estimate.py) against the device and host capacities.
+
+An error when a phase needs more than the device (or the node's host memory) has, a warning
+above 90%; each names what to change. The estimate is arithmetic on the resolved config: it
+runs in `dry_run=true` too.
+"""
+
+from omegaconf import DictConfig
+
+from verl_qwen35.checks.layout import KEYS, Layout
+from verl_qwen35.checks.problem import Problem, error, warning
+from verl_qwen35.estimate import MemoryEstimate, estimate
+
+WARN_FRACTION = 0.9
+ROLLOUT = "actor_rollout_ref.rollout"
+UTIL = f"{ROLLOUT}.gpu_memory_utilization"
+OPTIM = "actor_rollout_ref.actor.optim.override_optimizer_config"
+DEVICE_CAP = "hardware.device_memory_gib"
+HOST_CAP = "hardware.host_memory_gib"
+
+
+def estimable(cfg: DictConfig) -> bool:
+    """The estimate needs capacities and a layout whose DP, expert-DP and rollout groups are whole."""
+    if "hardware" not in cfg or "num_layers" not in cfg.get("model", {}):
+        return False  # e.g. a plain verl config or an older launch.yaml
+    lo = Layout.of(cfg)
+    numbers = (lo.tp, lo.pp, lo.cp, lo.ep, lo.etp, lo.gen_tp, lo.nnodes, lo.devices_per_node)
+    if not all(isinstance(n, int) and n > 0 for n in numbers):
+        return False
+    return (
+        lo.world % (lo.tp * lo.pp * lo.cp) == 0
+        and lo.world % (lo.etp * lo.ep * lo.pp) == 0
+        and cfg.model.num_experts % lo.ep == 0
+        and lo.world % lo.gen_tp == 0
+    )
+
+
+def estimate_of(cfg: DictConfig) -> MemoryEstimate | None:
+    return estimate(cfg) if estimable(cfg) else None
+
+
+def _percent(used: float, capacity: float) -> str:
+    return f"{used:.1f} GiB of {capacity:g} GiB ({100 * used / capacity:.0f}%)"
+
+
+def _training_advice(e: MemoryEstimate) -> str:
+    parts = e.train_breakdown
+    advice = ["more model parallelism: parallel.ep (routed experts), parallel.pp (layers), parallel.tp, or more nodes"]
+    if parts["optimizer"] > 0:
+        advice.append(f"offload the optimizer ({OPTIM}.optimizer_cpu_offload=true, optimizer_offload_fraction=1)")
+    if parts["activations"] + parts["logits"] > 0.2 * e.train_gib:
+        advice.append(
+            "shorter sequences (data.max_prompt_length / data.max_response_length) or a smaller "
+            "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"
+        )
+    if parts["log_prob_pass"] + parts["reserved"] >= e.train_gib:
+        advice.append(
+            "the log-prob pass is the peak: lower actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu "
+            "(and the ref's)"
+        )
+    if parts["reference"] > 0:
+        advice.append("megatron.param_offload=true (the reference model stays on the device otherwise)")
+    return "; ".join(advice)
+
+
+def memory_problems(cfg: DictConfig) -> list[Problem]:
+    e = estimate_of(cfg)
+    if e is None:
+        return []
+    cap, found = e.device_memory_gib, []
+    where = f"per device ({DEVICE_CAP}={cap:g})"
+    t = e.train_breakdown
+    train_detail = (
+        f"pipeline stage {e.train_stage}: weights {t['weights']:.1f}, gradients {t['gradients']:.1f}, "
+        f"optimizer {t['optimizer']:.1f}, activations {t['activations']:.1f}, logits {t['logits']:.1f}, "
+        f"reference {t['reference']:.1f}, reserved {t['reserved']:.1f} GiB; forward-only log-prob pass "
+        f"{t['log_prob_pass']:.1f} GiB"
+    )
+    if e.train_gib > cap:
+        found.append(
+            error(
+                (KEYS["ep"], KEYS["pp"], DEVICE_CAP),
+                f"training needs {_percent(e.train_gib, cap)} {where} ({train_detail}); {_training_advice(e)}",
+            )
+        )
+    elif e.train_gib > WARN_FRACTION * cap:
+        found.append(
+            warning(
+                (KEYS["ep"], KEYS["pp"], DEVICE_CAP),
+                f"training needs {_percent(e.train_gib, cap)} {where}, little headroom ({train_detail})",
+            )
+        )
+    r = e.rollout_breakdown
+    util = cfg.actor_rollout_ref.rollout.gpu_memory_utilization
+    fixed = r["actor_residue"] + r["reserved"]
+    if e.rollout_gib > cap:
+        highest = max(0.0, (cap - fixed) / cap)
+        offload = "" if r["actor_residue"] == 0 else " or megatron.param_offload/optimizer_offload=true"
+        found.append(
+            error(
+                (UTIL, "megatron.param_offload"),
+                f"rollout needs {_percent(e.rollout_gib, cap)} {where}: vLLM takes {UTIL}={util} of the device "
+                f"({r['vllm_budget']:.1f} GiB) beside {r['actor_residue']:.1f} GiB the actor keeps and "
+                f"{r['reserved']:.1f} GiB reserved; set {UTIL} to at most {highest:.2f}{offload}",
+            )
+        )
+    elif e.rollout_gib > WARN_FRACTION * cap:
+        found.append(warning(UTIL, f"rollout needs {_percent(e.rollout_gib, cap)} {where}, little headroom"))
+    needed = r["vllm_weights"] + r["vllm_workspace"]
+    if e.sequences_fit < 1:
+        held = "does not even hold" if needed >= r["vllm_budget"] else "holds"
+        found.append(
+            error(
+                (UTIL, KEYS["gen_tp"], "data.max_response_length"),
+                f"vLLM's budget {r['vllm_budget']:.1f} GiB ({UTIL}={util} x {cap:g}) {held} its weights and "
+                f"workspace ({needed:.1f} GiB at gen_tp={Layout.of(cfg).gen_tp}) and has no room for one "
+                f"full-length sequence ({r['kv_per_token_kib']:.1f} KiB KV per token, "
+                f"{r['gdn_state_per_sequence_mib']:.1f} MiB Gated DeltaNet state); raise {UTIL}, raise "
+                "parallel.gen_tp (or the rollout expert_parallel_size), or shorten data.max_prompt_length / "
+                "data.max_response_length",
+            )
+        )
+    host = e.host_memory_gib
+    h = e.host_breakdown
+    host_detail = (
+        f"offloaded weights and optimizer states {h['training_offload']:.1f} GiB, sleeping vLLM weights "
+        f"{h['vllm_sleeping_weights']:.1f} GiB"
+    )
+    if e.host_per_node_gib > host:
+        found.append(
+            error(
+                (HOST_CAP, "megatron.optimizer_offload", KEYS["nnodes"]),
+                f"host memory per node: needs {_percent(e.host_per_node_gib, host)} ({host_detail}); "
+                f"use more nodes (parallel.nnodes), offload less (megatron.optimizer_offload, "
+                f"{OPTIM}.optimizer_offload_fraction) if the devices have room, or set {HOST_CAP} to the real size",
+            )
+        )
+    elif e.host_per_node_gib > WARN_FRACTION * host:
+        found.append(
+            warning(HOST_CAP, f"host memory per node: needs {_percent(e.host_per_node_gib, host)}, little headroom")
+        )
+    return found
+
+
+def memory_lines(cfg: DictConfig) -> list[str]:
+    """A few plan lines: parameters, the two device phases, host memory."""
+    e = estimate_of(cfg)
+    if e is None:
+        return ["memory     (no estimate: the layout does not split evenly or hardware.* is missing)"]
+    t, r = e.train_breakdown, e.rollout_breakdown
+    s = cfg.data.max_prompt_length + cfg.data.max_response_length
+    return [
+        f"params     {e.params_total / 1e9:.1f}B total, {e.params_active / 1e9:.2f}B active; "
+        f"{e.params_per_rank / 1e9:.2f}B per training rank, {e.rollout_params_per_rank / 1e9:.2f}B per rollout rank",
+        f"memory     train {_percent(e.train_gib, e.device_memory_gib)} per device (stage {e.train_stage}: "
+        f"update: weights {t['weights']:.1f} + grads {t['gradients']:.1f} + optimizer {t['optimizer']:.1f} + "
+        f"activations {t['activations']:.1f} + logits {t['logits']:.1f}; log-prob pass {t['log_prob_pass']:.1f})",
+        f"           rollout {_percent(e.rollout_gib, e.device_memory_gib)}: vLLM {r['vllm_budget']:.1f} GiB, "
+        f"weights {r['vllm_weights']:.1f}, cache {r['kv_and_state_cache']:.1f} GiB = {e.sequences_fit} sequences of "
+        f"{s} tokens ({e.sequences_wanted} wanted at once)",
+        f"host       {_percent(e.host_per_node_gib, e.host_memory_gib)} per node; fits: {'yes' if e.fits else 'NO'}",
+    ]
+
+
+def memory_column(cfg: DictConfig) -> str:
+    """The sweep summary's memory cell: peak GiB per device against capacity."""
+    e = estimate_of(cfg)
+    if e is None:
+        return ""
+    mark = "" if e.fits else " NO FIT"
+    return f"{e.train_gib:.0f}/{e.rollout_gib:.0f} of {e.device_memory_gib:g}{mark}"
