@@ -263,3 +263,16 @@ def test_light_install_data_command_names_its_missing_client(light: Light, tmp_p
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "huggingface_hub is not installed here: pip install huggingface_hub" in done.stderr
     assert not list((tmp_path / "geo3k").iterdir())
+
+
+def test_light_install_estimates_memory(light: Light, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(light.bin / "python"), "-m", "verl_qwen35.estimate", "device=gpu", "model=35b"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("params ") and "fits: yes" in done.stdout
