@@ -16,9 +16,10 @@ def test_this_environment_has_verl_runtime_so_nothing_is_refused():
 
 
 def test_launch_extra_brings_what_verl_imports_at_run_time():
-    """verl 0.9's TaskRunner.run imports transfer_queue (extra verl-core); the GPU presets load through mbridge."""
+    """verl 0.9's TaskRunner.run imports transfer_queue (extra verl-core); the GPU presets load through mbridge
+    into megatron-core."""
     main_ppo = (verl_config_dir().parent / "main_ppo.py").read_text()  # read, not imported
-    needed = {"mbridge"} | ({"transfer_queue"} if "import transfer_queue" in main_ppo else set())
+    needed = {"mbridge", "megatron"} | ({"transfer_queue"} if "import transfer_queue" in main_ppo else set())
     assert [m for m in sorted(needed) if importlib.util.find_spec(m) is None] == [], (
         "pyproject.toml's `launch` extra misses what verl imports at run time"
     )

@@ -56,7 +56,7 @@ RELATED = (
         "verl_qwen35.doctor",
         "python -m verl_qwen35.doctor [device=gpu|npu]",
         "check this machine's software stack",
-        False,
+        True,
     ),
     Related(
         "verl_qwen35.layouts",
