@@ -7,6 +7,7 @@ with load from other processes, so it tells a regression from a noisy machine.
 
     python scripts/benchmark.py                  # all sections, 7 paired rounds
     python scripts/benchmark.py --only cfg --rounds 11
+    python scripts/benchmark.py --only planner
 """
 
 from __future__ import annotations
@@ -28,12 +29,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SEED = REPO / "tests" / "seed_fidelity" / "seed_overrides" / "122b_npu.txt"
 PRESET = ["device=npu", "model=122b"]
-# 2^5 = 32 layouts that all pass preflight on the preset's 64 devices (etp*ep*pp divides the
-# world), so the time is that of 32 complete dry runs, not of early refusals.
-SWEEP = ["parallel.tp=1,2", "parallel.pp=2,4", "parallel.ep=4,8", "parallel.etp=1,2", "parallel.cp=1,2"]
-SECTIONS = ("cfg", "dryrun", "sweep")
-# Targets from the issues (seconds, or a speed-up factor).
-CFG_WALL, CFG_RATIO, DRYRUN_WALL, SWEEP_WALL = 1.5, 5.0, 1.5, 30.0
+# 2^5 = 32 layouts that all pass the whole preflight, memory estimate included, on the preset's
+# 64 devices (`python -m verl_qwen35.layouts` lists them as accepted and fitting), so the time is
+# that of 32 complete dry runs, not of early refusals.
+SWEEP = ["parallel.tp=2,4", "parallel.ep=8,16", "parallel.gen_tp=8,16", "parallel.cp=1,2", "parallel.vpp=null,3"]
+SECTIONS = ("cfg", "dryrun", "sweep", "planner")
+# Targets from the issues (seconds, or a speed-up factor; the sweep's is in single dry runs).
+CFG_WALL, CFG_RATIO, DRYRUN_WALL, SWEEP_WALL, SWEEP_RATIO = 1.5, 15.0, 0.5, 30.0, 10.0
+# The layout planner's biggest shipped search: 397B on 16 x 16 Ascend dies.
+PLANNER = ["model=397b", "device=npu", "--top", "10"]
+PLANNER_WALL = 3.0
 HEAVY = ("torch", "ray", "verl")
 
 
@@ -162,12 +167,13 @@ def heavy_imports(importtime_log: str) -> dict[str, list[str]]:
     return found
 
 
-def bench_dryrun(rounds: int, warmup: int, tmp: Path) -> list[Row]:
+def bench_dryrun(rounds: int, warmup: int, tmp: Path) -> tuple[list[Row], Timed]:
     """Dry run of a shipped preset, plus one `-X importtime` run to prove torch stays out."""
     cmd = ["-m", "verl_qwen35", *PRESET, "dry_run=true"]
     for _ in range(warmup):
         run(cmd, tmp)
-    med, rows_d, line = summary("dryrun", "dry run", [run(cmd, tmp) for _ in range(rounds)])
+    runs = [run(cmd, tmp) for _ in range(rounds)]
+    med, rows_d, line = summary("dryrun", "dry run", runs)
     heavy = heavy_imports(run(["-X", "importtime", *cmd], tmp).stderr)
     print(f"dryrun: {rounds} runs of verl_qwen35 {' '.join(PRESET)} dry_run=true")
     print(line)
@@ -177,7 +183,7 @@ def bench_dryrun(rounds: int, warmup: int, tmp: Path) -> list[Row]:
         shown = "no" if not modules else f"yes ({len(modules)} modules, e.g. {modules[0]})"
         print(f"  {name} imported: {shown}")
         rows.append(Row("dryrun", f"{name} imported", "no" if not modules else "yes", "no", not modules))
-    return rows
+    return rows, Timed(med, statistics.median(r.cpu for r in runs), "", "")
 
 
 _LAUNCH = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[HYDRA\]\s+#\d+ :", re.MULTILINE)
@@ -188,7 +194,7 @@ def launch_times(stdout: str) -> list[datetime]:
     return [datetime.strptime(s, "%Y-%m-%d %H:%M:%S,%f") for s in _LAUNCH.findall(stdout)]
 
 
-def bench_sweep(tmp: Path) -> list[Row]:
+def bench_sweep(tmp: Path, single: Timed) -> list[Row]:
     """One 32-job dry-run multirun, run once: it is one long process, so noise averages out.
 
     The time before the first launch is reported apart: Hydra's sweeper composes every job
@@ -208,13 +214,34 @@ def bench_sweep(tmp: Path) -> list[Row]:
     print(f"  total {fmt(done.wall)} (cpu {fmt(done.cpu)})  per job {fmt(per_job)} (wall / jobs)")
     print(f"  before first job {fmt(before)}  median job-to-job {fmt(gap)} (Hydra log)")
     print(f"  target < {SWEEP_WALL:.0f} s: {verdict(done.wall < SWEEP_WALL)}")
+    singles, singles_cpu = done.wall / single.wall, done.cpu / single.cpu
+    met = singles <= SWEEP_RATIO
+    print(f"  = {singles:.1f} single dry runs (median {fmt(single.wall)}); target <= {SWEEP_RATIO:.0f}: {verdict(met)}")
+    print(f"  = {singles_cpu:.1f} single dry runs in cpu time (median {fmt(single.cpu)})")
     return [
         Row("sweep", f"total ({jobs} jobs)", fmt(done.wall), f"< {SWEEP_WALL:.0f} s", done.wall < SWEEP_WALL),
+        Row("sweep", "total / single dry run", f"{singles:.1f}x", f"<= {SWEEP_RATIO:.0f}x", met),
+        Row("sweep", "total cpu / single dry run cpu", f"{singles_cpu:.1f}x"),
         Row("sweep", "total cpu", fmt(done.cpu)),
         Row("sweep", "per job (wall / jobs)", fmt(per_job)),
         Row("sweep", "before first job", fmt(before)),
         Row("sweep", "per job (median job-to-job)", fmt(gap)),
     ]
+
+
+def bench_planner(rounds: int, tmp: Path) -> list[Row]:
+    """The layout planner on 397B / 16 x 16 NPUs: the whole command, and its own search time."""
+    cmd = ["-m", "verl_qwen35.layouts", *PLANNER]
+    run(cmd, tmp)  # warm
+    runs = [run(cmd, tmp) for _ in range(max(3, rounds // 2))]
+    med, rows, line = summary("planner", "planner", runs)
+    inner = [float(m.group(1)) for r in runs if (m := re.search(r"^took (\d+\.\d+) s", r.stdout, re.MULTILINE))]
+    print(f"planner: {len(runs)} runs of python -m verl_qwen35.layouts {' '.join(PLANNER)}")
+    print(line)
+    if inner:
+        print(f"  after start-up (compose, search, verify): median {fmt(statistics.median(inner))}")
+    print(f"  target < {PLANNER_WALL} s: {verdict(med < PLANNER_WALL)}")
+    return [Row("planner", "397B 16x16 median", fmt(med), f"< {PLANNER_WALL} s", med < PLANNER_WALL), *rows]
 
 
 def table(rows: list[Row]) -> str:
@@ -253,10 +280,19 @@ def main(argv: list[str] | None = None) -> None:
         tmp = Path(name)
         if "cfg" in args.only:
             rows += bench_cfg(args.rounds, args.warmup, tmp)
+        single = None
         if "dryrun" in args.only:
-            rows += bench_dryrun(args.rounds, args.warmup, tmp)
+            dry_rows, single = bench_dryrun(args.rounds, args.warmup, tmp)
+            rows += dry_rows
         if "sweep" in args.only:
-            rows += bench_sweep(tmp)
+            if single is None:  # the sweep's target is in single dry runs
+                cmd = ["-m", "verl_qwen35", *PRESET, "dry_run=true"]
+                alone = [run(cmd, tmp) for _ in range(3)]
+                walls, cpus = [r.wall for r in alone], [r.cpu for r in alone]
+                single = Timed(statistics.median(walls), statistics.median(cpus), "", "")
+            rows += bench_sweep(tmp, single)
+        if "planner" in args.only:
+            rows += bench_planner(args.rounds, tmp)
     print(f"end: {load()}")
     print()
     print(table(rows))

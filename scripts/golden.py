@@ -17,7 +17,7 @@ from verl_qwen35.compose import compose
 from verl_qwen35.versions import installed_verl_schema
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
-PRESETS = [("35b", "gpu"), ("35b", "npu"), ("122b", "gpu"), ("122b", "npu")]
+PRESETS = [(m, d) for m in ("35b", "122b", "397b") for d in ("gpu", "npu")]
 HOME = "/home/user"
 
 

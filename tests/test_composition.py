@@ -23,6 +23,8 @@ def test_preset_resolves_to_the_reference_layout(combo):
         actor.expert_model_parallel_size,
         actor.expert_tensor_parallel_size,
         cfg.actor_rollout_ref.rollout.tensor_model_parallel_size,
+        cfg.actor_rollout_ref.rollout.data_parallel_size,
+        cfg.actor_rollout_ref.rollout.expert_parallel_size,
     )
     assert got == REFERENCE_LAYOUTS[combo]
 
@@ -54,9 +56,20 @@ def test_one_parallel_key_moves_actor_and_ref_together(key):
 
 def test_layout_numbers_are_written_once():
     """Trainer and rollout sizes follow the parallel node too."""
-    cfg = compose(["model=35b", "device=gpu", "parallel.nnodes=2", "parallel.devices_per_node=4", "parallel.gen_tp=4"])
+    cfg = compose(
+        [
+            "model=35b",
+            "device=gpu",
+            "parallel.nnodes=2",
+            "parallel.devices_per_node=4",
+            "parallel.gen_tp=4",
+            "parallel.gen_dp=2",
+            "parallel.gen_ep=8",
+        ]
+    )
     assert (cfg.trainer.nnodes, cfg.trainer.n_gpus_per_node) == (2, 4)
-    assert cfg.actor_rollout_ref.rollout.tensor_model_parallel_size == 4
+    rollout = cfg.actor_rollout_ref.rollout
+    assert (rollout.tensor_model_parallel_size, rollout.data_parallel_size, rollout.expert_parallel_size) == (4, 2, 8)
 
 
 def test_npu_and_gpu_differ_only_where_the_device_files_say():

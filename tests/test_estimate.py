@@ -352,3 +352,10 @@ def test_a_log_prob_micro_batch_too_large_is_refused_naming_it():
     cfg = compose(["model=122b", "device=npu", f"{rollout}=16"])
     (memory,) = [p for p in preflight(cfg, machine_missing="warning") if "training needs" in p.message]
     assert memory.level == "error" and rollout in memory.message and "log-prob pass" in memory.message
+
+
+@pytest.mark.parametrize("module", ["verl_qwen35.estimate", "verl_qwen35.checks.memory", "verl_qwen35.layouts"])
+def test_each_module_imports_first(module: str) -> None:
+    """estimate.py and checks/ import each other's modules: any of them may be the first one loaded."""
+    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

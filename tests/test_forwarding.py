@@ -31,6 +31,8 @@ from verl_qwen35.environment import effective_env
 from verl_qwen35.flat import flatten
 from verl_qwen35.paths import verl_config_dir
 
+from .conftest import REFERENCE_LAYOUTS
+
 PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
 # A small local Ray for a 2-core box; with the data files, the only overrides the test adds.
 SMALL_RAY = "ray_kwargs.ray_init.num_cpus=2"
@@ -214,7 +216,7 @@ def test_worker_gets_resolved_config_and_device_env(launch, combo):
         assert megatron["vanilla_mbridge"] is (device == "gpu")
         assert megatron["override_transformer_config"] == patch
     assert config["actor_rollout_ref"]["rollout"]["tensor_model_parallel_size"] == expected["parallel.gen_tp"]
-    assert config["trainer"]["nnodes"] == expected["parallel.nnodes"] == (4 if model == "122b" else 1)
+    assert config["trainer"]["nnodes"] == expected["parallel.nnodes"] == REFERENCE_LAYOUTS[combo][0]
     assert config["actor_rollout_ref"]["model"]["path"] == expected["model.hf_id"]
     assert model.upper() in expected["model.hf_id"]
 

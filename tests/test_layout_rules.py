@@ -11,19 +11,7 @@ from verl_qwen35.checks.layout import Layout, layout_problems
 from verl_qwen35.checks.rollout import rollout_problems
 from verl_qwen35.paths import conf_dir
 
-ARCH = {name: OmegaConf.load(Path(conf_dir()) / "model" / f"{name}.yaml").model for name in ("35b", "122b")}
-# Qwen3.5-397B-A17B from shared/reference/README.md (no preset ships yet; its layouts must pass).
-ARCH["397b"] = OmegaConf.create(
-    {
-        "name": "Qwen3.5-397B-A17B",
-        "num_layers": 60,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 2,
-        "num_experts": 512,
-        "linear_num_key_heads": 16,
-        "linear_num_value_heads": 64,
-    }
-)
+ARCH = {name: OmegaConf.load(Path(conf_dir()) / "model" / f"{name}.yaml").model for name in ("35b", "122b", "397b")}
 
 # shared/reference/README.md "Parallel layouts in use": model, device, nnodes, per node, tp, pp, cp, ep, etp,
 # rollout tp, rollout dp, rollout ep.

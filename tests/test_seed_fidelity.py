@@ -15,7 +15,7 @@ from verl_qwen35.paths import verl_config_dir
 from verl_qwen35.versions import installed_verl_schema
 
 HERE = Path(__file__).parent / "seed_fidelity"
-COMBOS = ["35b_gpu", "35b_npu", "122b_gpu", "122b_npu"]
+COMBOS = ["35b_gpu", "35b_npu", "122b_gpu", "122b_npu", "397b_gpu", "397b_npu"]
 DIFFERENCES = yaml.safe_load((HERE / "differences.yaml").read_text())
 ABSENT = "<absent>"
 

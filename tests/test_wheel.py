@@ -102,6 +102,7 @@ def test_wheel_holds_every_conf_file(wheel: Path) -> None:
     assert not missing, f"conf files missing from {wheel.name}: {missing}"
     modules = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "verl_qwen35").rglob("*.py"))
     assert not [m for m in modules if m not in names]
+    assert "hydra_plugins/verl_qwen35_sweeper/__init__.py" in names  # the sweeper conf/config.yaml selects
     assert {"verl_qwen35/matrix/gpu.yaml", "verl_qwen35/matrix/npu.yaml"} <= names  # the doctor's version data
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "verl-qwen35 = verl_qwen35.__main__:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
@@ -135,6 +136,27 @@ def test_console_script_runs(new_venv: tuple[Path, Path], outside: Path) -> None
     out = _run([script, "device=gpu", "model=35b", "dry_run=true"], cwd=outside).stdout
     assert "35b" in out, out
     assert _DRY_RUN_OK.search(out), out
+
+
+def test_installed_wheel_sweeps_with_its_sweeper(new_venv: tuple[Path, Path], outside: Path) -> None:
+    bin_dir, _ = new_venv
+    sweep = outside / "wheel_sweep"
+    out = _run(
+        [
+            bin_dir / "python",
+            "-m",
+            "verl_qwen35",
+            "-m",
+            "device=gpu",
+            "model=35b",
+            "parallel.tp=2,4",
+            "dry_run=true",
+            f"hydra.sweep.dir={sweep}",
+        ],
+        cwd=outside,
+    ).stdout
+    assert "sweep: 2 job(s), 2 valid, 0 refused" in out, out
+    assert "ComposeOnceSweeper" in (sweep / "multirun.yaml").read_text()
 
 
 # ---- The README's config-only install: no torch, Ray or vLLM, verl's YAML present -----------------

@@ -6,13 +6,14 @@ import hydra
 from omegaconf import DictConfig
 
 from verl_qwen35 import cli_help
-from verl_qwen35.app import run
 from verl_qwen35.choices import ChoiceError, check_choices, implicit_overrides
 from verl_qwen35.paths import conf_dir
 
 
 @hydra.main(config_path=str(conf_dir()), config_name="config", version_base=None)
 def _hydra_main(cfg: DictConfig) -> None:
+    from verl_qwen35.app import run  # here, so `--cfg`, `--help` and `--info` do not load the checks
+
     run(cfg)
 
 

@@ -1,10 +1,12 @@
 """The installed verl's config schema, read from package metadata (no import)."""
 
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 
 SCHEMAS = {"0.8": "v0_8", "0.9": "v0_9"}
 
 
+@cache
 def installed_verl_version() -> str:
     try:
         return version("verl")

@@ -16,12 +16,8 @@ def _message_names() -> dict[str, str]:
     feeds = {source: f"{ACTOR}.{key}" for key, source in PARALLEL_KEYS.items()}
     feeds |= {source: key for key, source in LAYOUT_FEEDS.items()}
     names = {source.removeprefix("parallel."): f"{source} ({key})" for source, key in feeds.items()}
-    rollout_only = {
-        "gen_dp": "data_parallel_size",
-        "gen_pp": "pipeline_model_parallel_size",
-        "gen_ep": "expert_parallel_size",
-    }
-    return names | {name: f"{ROLLOUT}.{key}" for name, key in rollout_only.items()}
+    # Rollout pipeline parallelism has no shorthand: vLLM and SGLang have none in verl.
+    return names | {"gen_pp": f"{ROLLOUT}.pipeline_model_parallel_size"}
 
 
 KEYS = _message_names()

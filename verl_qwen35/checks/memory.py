@@ -5,11 +5,14 @@ above 90%; each names what to change. The estimate is arithmetic on the resolved
 runs in `dry_run=true` too.
 """
 
+from __future__ import annotations
+
 from omegaconf import DictConfig
 
+# A module import (not `from ... import name`): estimate.py imports checks.layout, so either side may load first.
+from verl_qwen35 import estimate as memory_model
 from verl_qwen35.checks.layout import KEYS, Layout
 from verl_qwen35.checks.problem import Problem, error, warning
-from verl_qwen35.estimate import MemoryEstimate, estimate
 
 WARN_FRACTION = 0.9
 ROLLOUT = "actor_rollout_ref.rollout"
@@ -35,15 +38,15 @@ def estimable(cfg: DictConfig) -> bool:
     )
 
 
-def estimate_of(cfg: DictConfig) -> MemoryEstimate | None:
-    return estimate(cfg) if estimable(cfg) else None
+def estimate_of(cfg: DictConfig) -> memory_model.MemoryEstimate | None:
+    return memory_model.estimate(cfg) if estimable(cfg) else None
 
 
 def _percent(used: float, capacity: float) -> str:
     return f"{used:.1f} GiB of {capacity:g} GiB ({100 * used / capacity:.0f}%)"
 
 
-def _training_advice(e: MemoryEstimate) -> str:
+def _training_advice(e: memory_model.MemoryEstimate) -> str:
     parts = e.train_breakdown
     advice = ["more model parallelism: parallel.ep (routed experts), parallel.pp (layers), parallel.tp, or more nodes"]
     if parts["optimizer"] > 0:

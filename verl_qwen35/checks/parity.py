@@ -93,6 +93,8 @@ LAYOUT_FEEDS: dict[str, str] = {
     "trainer.nnodes": "parallel.nnodes",
     "trainer.n_gpus_per_node": "parallel.devices_per_node",
     "actor_rollout_ref.rollout.tensor_model_parallel_size": "parallel.gen_tp",
+    "actor_rollout_ref.rollout.data_parallel_size": "parallel.gen_dp",
+    "actor_rollout_ref.rollout.expert_parallel_size": "parallel.gen_ep",
 }
 
 

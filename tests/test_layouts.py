@@ -1,0 +1,189 @@
+"""The layout planner lists what the preflight and the dry run accept; the published layouts are in it."""
+
+import csv
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+from omegaconf import OmegaConf
+
+from verl_qwen35.checks import device_of
+from verl_qwen35.checks.layout import Layout
+from verl_qwen35.compose import compose
+from verl_qwen35.estimate import ModelFacts, Settings, estimate_layout
+from verl_qwen35.layout_search import (
+    Plain,
+    bubble,
+    rollout_layouts,
+    search,
+    traffic,
+    training_layouts,
+    verify,
+    with_layout,
+)
+from verl_qwen35.layouts import main, name_of
+
+from .conftest import REFERENCE_LAYOUTS
+
+
+def composed(model: str, device: str, *extra: str):
+    cfg = compose([f"model={model}", f"device={device}", *extra])
+    resolved = cfg.copy()
+    OmegaConf.resolve(resolved)
+    return cfg, resolved
+
+
+def published(combo) -> Layout:
+    nnodes, per_node, tp, pp, cp, ep, etp, gen_tp, gen_dp, gen_ep = REFERENCE_LAYOUTS[combo]
+    return Layout(nnodes, per_node, tp, pp, cp, ep, etp, None, gen_tp, gen_dp, 1, gen_ep)
+
+
+def planner(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "verl_qwen35.layouts", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_published_layout_is_accepted_and_fits(combo):
+    """The search space holds every published layout, accepted by the rules and fitting in memory."""
+    model, device = combo
+    _, resolved = composed(model, device)
+    plain = Plain.of(OmegaConf.to_container(resolved))
+    lo = published(combo)
+    trainings = {t for t, _ in training_layouts(plain, Layout.of(plain), device, [0])}
+    rollouts = {(r.gen_tp, r.gen_dp, r.gen_ep) for r, _ in rollout_layouts(plain, Layout.of(plain), [0])}
+    assert dataclasses.replace(lo, gen_tp=8, gen_dp=1, gen_ep=1) in {
+        dataclasses.replace(t, gen_tp=8, gen_dp=1, gen_ep=1) for t in trainings
+    }
+    assert (lo.gen_tp, lo.gen_dp, lo.gen_ep) in rollouts
+    assert estimate_layout(ModelFacts.of(plain.model), lo, Settings.of(plain)).fits
+
+
+@pytest.mark.parametrize("combo", [("35b", "gpu"), ("122b", "npu")], ids=lambda c: "_".join(c))
+def test_published_layout_is_among_all_fitting_ones(combo):
+    model, device = combo
+    _, resolved = composed(model, device)
+    everything = search(resolved, device, top=0).candidates
+    assert all(c.fits for c in everything)
+    assert published(combo) in [c.layout for c in everything]
+
+
+def test_every_listed_layout_passes_the_whole_preflight_and_is_ranked():
+    cfg, resolved = composed("122b", "gpu")
+    found = search(resolved, "gpu", top=8).candidates
+    assert len(found) == 8
+    for c in found:
+        assert c.fits
+        assert [str(p) for p in verify(cfg, c.layout) if p.level == "error"] == []
+    keys = [(c.cost.cross_node_gib, c.cost.total_comm_gib) for c in found]
+    assert keys[0] <= keys[-1]
+
+
+def test_with_layout_equals_the_command_line_override():
+    """Setting parallel.* on the composed config is what Hydra's override gives (no second composition)."""
+    cfg, _ = composed("122b", "npu")
+    lo = Layout(4, 16, 4, 4, 1, 8, 1, 3, 8, 2, 1, 16)
+    by_hand = with_layout(cfg, lo)
+    overrides = [f"parallel.{k}={v}" for k, v in dict(tp=4, pp=4, ep=8, vpp=3, gen_tp=8, gen_dp=2, gen_ep=16).items()]
+    _, by_hydra = composed("122b", "npu", *overrides)
+    assert OmegaConf.to_container(by_hand) == OmegaConf.to_container(by_hydra)
+
+
+def test_cost_model_counts_only_groups_that_span_nodes():
+    _, resolved = composed("122b", "npu")
+    m, s = ModelFacts.of(resolved.model), Settings.of(resolved)
+    one_node_per_stage = Layout(4, 16, 2, 4, 1, 16, 1, None, 16)  # DP, TP, EP inside a node; PP across
+    spread = Layout(4, 16, 2, 1, 1, 64, 1, None, 16)  # EP over all 64 devices
+    assert traffic(m, one_node_per_stage, s)[0] < traffic(m, spread, s)[0]
+    assert traffic(m, Layout(1, 64, 2, 4, 1, 16, 1, None, 16), s)[0] == 0  # one big node: nothing crosses
+    assert bubble(Layout(4, 16, 2, 4, 1, 16, 1, None, 16), s) == pytest.approx(3 / 48)  # (pp-1)/m, m = 384/8
+    assert bubble(Layout(4, 16, 2, 4, 1, 16, 1, 4, 16), s) == pytest.approx(3 / 48 / 4)
+
+
+def test_122b_on_4x16_npu_lists_the_published_layout_and_its_top_five_pass_the_real_dry_run(tmp_path):
+    run = planner("model=122b", "device=npu", "--top", "5", "--format", "json")
+    assert run.returncode == 0, run.stderr
+    rows = json.loads(run.stdout)
+    want = dict(tp=2, pp=4, cp=1, ep=16, etp=1, vpp=None, gen_tp=16, gen_dp=1, gen_ep=1)
+    assert want in [r["layout"] for r in rows]
+    assert {"rank", "current", "layout", "overrides", "fits", "estimate", "cost"} <= set(rows[0])
+    top = [r for r in rows if r["rank"] is not None]
+    assert len(top) == 5 and all(r["fits"] and r["estimate"]["fits"] for r in top)
+    for row in top:
+        dry = subprocess.run(
+            [sys.executable, "-m", "verl_qwen35", *row["overrides"], "dry_run=true"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert dry.returncode == 0, (row["overrides"], dry.stderr)
+        assert "verdict    OK" in dry.stdout
+
+
+def test_table_shows_the_override_line_and_the_sweep_command():
+    run = planner("model=35b", "device=gpu", "--top", "3")
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[1].split()[:3] == ["rank", "tp", "pp"]
+    assert lines[2].startswith("1 ") and "parallel.tp=" in lines[2] and "parallel.gen_ep=" in lines[2]
+    assert "--sweep DIR" in run.stdout
+
+
+def test_sweep_over_the_top_layouts_is_one_command(tmp_path):
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "verl_qwen35.layouts",
+            "model=35b",
+            "device=gpu",
+            "--top",
+            "2",
+            "--sweep",
+            str(tmp_path / "plans"),
+            f"hydra.sweep.dir={tmp_path}/sweep",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "sweep: 2 job(s), 2 valid, 0 refused" in run.stdout
+    rows = list(csv.DictReader((tmp_path / "sweep" / "summary.csv").open()))
+    assert [r["parallel"] for r in rows] == sorted(p.stem for p in (tmp_path / "plans" / "parallel").glob("*.yaml"))
+
+
+def test_no_fitting_layout_exits_2_and_says_how_far_off():
+    run = planner("model=397b", "device=gpu", "parallel.nnodes=1", "--top", "3")
+    assert run.returncode == 2
+    assert "no accepted layout fits" in run.stderr and "parallel.nnodes" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["model=480b"], "model=480b"),
+        (["model=35b", "parallel.nnodes=0"], "parallel.nnodes"),
+        (["model=35b", "--top", "-1"], "--top"),
+        (["model=35b", "megatron.use_remove_padding=true"], "megatron.use_remove_padding"),
+    ],
+)
+def test_usage_errors_exit_2_naming_what_to_change(args, named):
+    run = planner(*args)
+    assert run.returncode == 2
+    assert named in run.stderr and "Traceback" not in run.stderr
+
+
+def test_option_names_say_the_layout():
+    assert name_of(3, Layout(16, 16, 2, 4, 1, 64, 1, None, 16, 16, 1, 256)) == "r03_tp2_pp4_ep64_gtp16_gdp16_gep256"
+    assert main(["model=35b", "device=gpu", "--top", "1", "--format", "json"]) == 0
+
+
+def test_device_of_the_composed_config_is_used():
+    _, resolved = composed("35b", "npu")
+    assert device_of(resolved) == "npu"
