@@ -287,14 +287,14 @@ def test_light_install_data_command_names_its_missing_client(light: Light, tmp_p
     assert not list((tmp_path / "geo3k").iterdir())
 
 
-def test_light_install_estimates_memory(light: Light, tmp_path: Path) -> None:
-    done = subprocess.run(
-        [str(light.bin / "python"), "-m", "verl_qwen35.estimate", "device=gpu", "model=35b"],
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("params ") and "fits: yes" in done.stdout
+def test_light_install_estimates_memory_and_plans_layouts(light: Light, tmp_path: Path) -> None:
+    def module(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [str(light.bin / "python"), "-m", *args]
+        return subprocess.run(command, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
+
+    estimate = module("verl_qwen35.estimate", "device=gpu", "model=35b")
+    assert estimate.returncode == 0, estimate.stderr
+    assert estimate.stdout.startswith("params ") and "fits: yes" in estimate.stdout
+    layouts = module("verl_qwen35.layouts", "device=gpu", "model=35b", "--top", "2")
+    assert layouts.returncode == 0, layouts.stderr
+    assert "\n1 " in layouts.stdout and "\ncurrent " in layouts.stdout
