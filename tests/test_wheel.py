@@ -97,11 +97,12 @@ def test_wheel_holds_every_conf_file(wheel: Path) -> None:
     assert "verl_qwen35/conf/config.yaml" in names
     conf_files = sorted(p.relative_to(CONF).as_posix() for p in CONF.rglob("*.yaml"))
     groups = {Path(f).parent.as_posix() for f in conf_files} - {"."}
-    assert {"device", "model", "parallel", "tuning", "verl_schema"} <= groups
+    assert {"device", "model", "parallel", "tuning", "verl_schema", "submit"} <= groups
     missing = [f for f in conf_files if f"verl_qwen35/conf/{f}" not in names]
     assert not missing, f"conf files missing from {wheel.name}: {missing}"
     modules = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "verl_qwen35").rglob("*.py"))
     assert not [m for m in modules if m not in names]
+    assert "verl_qwen35/submit/job.sbatch" in names  # the body of every submit=slurm script
     assert "hydra_plugins/verl_qwen35_sweeper/__init__.py" in names  # the sweeper conf/config.yaml selects
     assert {"verl_qwen35/matrix/gpu.yaml", "verl_qwen35/matrix/npu.yaml"} <= names  # the doctor's version data
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))

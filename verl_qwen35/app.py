@@ -11,7 +11,8 @@ from verl_qwen35.checks.memory import memory_column
 from verl_qwen35.environment import from_shell, job_environment
 from verl_qwen35.install import runtime_problems
 from verl_qwen35.plan import plan_lines
-from verl_qwen35.sweep import in_multirun, job_tag, write_verdict
+from verl_qwen35.submit import SubmitError, submit, submitting
+from verl_qwen35.sweep import in_multirun, job_tag, note_job_id, write_verdict
 from verl_qwen35.versions import installed_verl_schema
 
 MODES = {False: "launch", True: "dry", "full": "full"}
@@ -54,7 +55,8 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
         found += runtime_problems(mode)
     if mode == "full" and not [p for p in found if p.level == "error"]:
         found += _verl_problems(cfg)
-    if mode == "launch" and not [p for p in found if p.level == "error"]:
+    # A submitted run gets these on the cluster, in its relaunch: this host is not where it runs.
+    if mode == "launch" and not submitting(cfg) and not [p for p in found if p.level == "error"]:
         from verl_qwen35.checks.machine import launch_problems  # launch path only: keeps dry runs lean
 
         found += launch_problems(cfg)  # the stack and the cluster's devices, before verl starts Ray
@@ -100,11 +102,33 @@ def run(cfg: DictConfig) -> None:
         raise LaunchRefused(2)
     if mode != "launch":
         print(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
+    if submitting(cfg):  # Hydra always gives a run its output dir; the cwd only outside Hydra
+        submit_run(cfg, str(Path(output_dir or ".").resolve()), dry=mode != "launch")
+        return
+    if mode != "launch":
         return
     if output_dir:
-        (Path(output_dir) / LAUNCH_FILE).write_text(OmegaConf.to_yaml(cfg))
+        write_launch_file(cfg, output_dir)
         print(f"relaunch   python -m verl_qwen35.relaunch {output_dir}", file=sys.stderr)
     launch_now(cfg)
+
+
+def write_launch_file(cfg: DictConfig, output_dir: str) -> Path:
+    """The run's launch.yaml: what `python -m verl_qwen35.relaunch <run dir>` launches."""
+    path = Path(output_dir) / LAUNCH_FILE
+    path.write_text(OmegaConf.to_yaml(cfg))
+    return path
+
+
+def submit_run(cfg: DictConfig, output_dir: str, dry: bool) -> None:
+    """Submit the run directory with its launch.yaml (submit=slurm|ray_job); the job id goes to verdict.json."""
+    try:
+        job_id = submit(cfg, Path(output_dir), dry, lambda: write_launch_file(cfg, output_dir))
+    except SubmitError as err:
+        print(f"ERROR   [submit] {err}", file=sys.stderr)
+        raise LaunchRefused(2) from None
+    if job_id:
+        note_job_id(output_dir, job_id)
 
 
 def launch_now(cfg: DictConfig) -> None:

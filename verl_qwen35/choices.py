@@ -16,7 +16,7 @@ from hydra.core.override_parser.types import Override
 from verl_qwen35.paths import conf_dir, verl_config_dir
 from verl_qwen35.versions import installed_verl_schema
 
-OUR_GROUPS = ("device", "model", "parallel", "tuning", "verl_schema")
+OUR_GROUPS = ("device", "model", "parallel", "tuning", "verl_schema", "submit")
 
 
 class ChoiceError(ValueError):

@@ -54,6 +54,12 @@ def write_verdict(output_dir: str, mode: str, found: list[Problem], memory: str 
     (Path(output_dir) / VERDICT).write_text(json.dumps(record, indent=2))
 
 
+def note_job_id(output_dir: str, job_id: str) -> None:
+    """The cluster job this run was submitted as (submit=slurm|ray_job), for the sweep summary."""
+    path = Path(output_dir) / VERDICT
+    path.write_text(json.dumps({**json.loads(path.read_text()), "job_id": job_id}, indent=2))
+
+
 def _overrides(item: str) -> tuple[str, str]:
     key, _, value = item.partition("=")
     return key, value
@@ -73,12 +79,14 @@ def summarize(sweep_dir: Path) -> list[dict[str, Any]]:
     values = [dict(map(_overrides, r["overrides"])) for r in records]
     keys = sorted({k for v in values for k in v})
     swept = [k for k in keys if len({v.get(k) for v in values}) > 1] or keys
+    submitted = any("job_id" in r for r in records)
     return [
         {
             "job": r["job"],
             **{k: v.get(k, "") for k in swept},
             "valid": r["valid"],
             "memory_gib": r.get("memory", ""),
+            **({"job_id": r.get("job_id", "")} if submitted else {}),
             "reason": first_reason(r),
         }
         for r, v in zip(records, values, strict=True)

@@ -1,0 +1,196 @@
+"""The submit group from the command line: dry runs write a script bash accepts, errors exit 2, sweeps submit per job.
+
+Slurm itself is absent here: `sbatch` is missing, or a stand-in from tests/standin_slurm/
+that only records the script it was given (STANDIN_QUEUE_ONLY=1, a queued job).
+tests/test_submit_slurm.py runs the script; tests/test_submit_ray_job.py submits to a real Ray.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from tests.test_forwarding import _write_geo3k_stub
+from tests.test_submit_slurm import REPO, STANDINS, free_ports
+
+# The script's settings block, evaluated by bash; prints one array's elements, one a line.
+SHOW_ARRAY = 'source <(sed -n "/^RUN_DIR=/,/^set -euo pipefail/p" "$1"); printf "%s\\n" "${!2}"'
+
+
+def verl_qwen35(tmp_path: Path, *args: str, path: str = "/usr/bin:/bin", **env: str) -> subprocess.CompletedProcess:
+    environ = {**os.environ, "PYTHONPATH": str(REPO), "PATH": f"{path}:{Path(sys.executable).parent}", **env}
+    return subprocess.run(
+        [sys.executable, "-m", "verl_qwen35", *args], cwd=tmp_path, env=environ, capture_output=True, text=True
+    )
+
+
+def array(script: Path, name: str) -> list[str]:
+    done = subprocess.run(["bash", "-c", SHOW_ARRAY, "-", str(script), f"{name}[@]"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("model", "device", "nodes", "device_args"),
+    [("122b", "npu", 4, ['--resources={"NPU": 16}']), ("35b", "gpu", 1, ["--num-gpus=8"])],
+)
+def test_dry_run_writes_a_script_bash_accepts_for_the_presets_nodes(tmp_path, model, device, nodes, device_args):
+    overrides = (f"device={device}", f"model={model}", "submit=slurm", "dry_run=true", "hydra.run.dir=run")
+    run = verl_qwen35(tmp_path, *overrides)
+    assert run.returncode == 0, run.stderr
+    script = tmp_path / "run" / "job.sbatch"
+    assert f"slurm      {script} ({nodes} node(s)" in run.stdout and "not submitted" in run.stdout
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True).returncode == 0
+    text = script.read_text()
+    assert f"#SBATCH --nodes={nodes}\n" in text and "#SBATCH --ntasks-per-node=1\n" in text
+    assert ("#SBATCH --gpus-per-node=8\n" in text) is (device == "gpu")
+    assert "ray start --block" in text and "--head" in text and '--address="$RAY_HEAD"' in text
+    assert '-m verl_qwen35.relaunch "$RUN_DIR"' in text
+    assert array(script, "RUN_DIR") == [str(tmp_path / "run")]
+    assert array(script, "RAY_DEVICE_ARGS") == device_args
+    launched = OmegaConf.load(tmp_path / "run" / "launch.yaml")  # what the relaunch on the head reads
+    assert launched.trainer.nnodes == nodes and launched.submit.backend == "slurm"
+
+
+def test_container_mounts_and_setup_reach_the_script_quoted(tmp_path):
+    image = "quay.io/ascend/verl:v0.8.0-cann9.0.0-torch2.9.0post2-a3-ubuntu22.04-py3.11-vllm"
+    run = verl_qwen35(
+        tmp_path,
+        "device=npu",
+        "model=35b",
+        "submit=slurm",
+        "dry_run=true",
+        "hydra.run.dir=run",
+        f"submit.container={image}",
+        "submit.mounts=[/data:/data,/models:/models]",
+        "submit.setup=['source /opt/venv/bin/activate']",
+        "submit.partition=a3",
+        "submit.cpus_per_node=64",
+        "submit.python='uv run python'",
+        "submit.sbatch=['--qos=high']",
+    )
+    assert run.returncode == 0, run.stderr
+    script = tmp_path / "run" / "job.sbatch"
+    assert array(script, "CONTAINER_ARGS") == [
+        f"--container-image={image}",
+        f"--container-mounts=/data:/data,/models:/models,{tmp_path / 'run'}:{tmp_path / 'run'}",
+        "--container-name=verl_qwen35",
+    ]
+    assert array(script, "PYTHON") == ["uv", "run", "python"]
+    text = script.read_text()
+    assert "#SBATCH --partition=a3\n" in text and "#SBATCH --qos=high\n" in text
+    assert "#SBATCH --cpus-per-task=64\n" in text
+    assert "\nsource /opt/venv/bin/activate\n" in text and "\nexport HCCL_BUFFSIZE=300\n" in text
+    assert "\nunset http_proxy\n" in text
+
+
+def test_submit_choice_not_ours_is_refused(tmp_path):
+    run = verl_qwen35(tmp_path, "submit=pbs", "dry_run=true")
+    assert run.returncode == 2 and "submit=pbs is not a submit of verl_qwen35" in run.stderr
+    assert "none, ray_job, slurm" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_submit_keys_are_part_of_the_printed_config(tmp_path):
+    run = verl_qwen35(tmp_path, "submit=slurm", "submit.account=proj1", "--cfg", "job")
+    assert run.returncode == 0, run.stderr
+    submit = OmegaConf.create(run.stdout).submit
+    assert submit.backend == "slurm" and submit.account == "proj1" and submit.ray.wait_timeout == 600
+
+
+def test_without_sbatch_exits_2_naming_the_command_and_writes_nothing(tmp_path):
+    data = _write_geo3k_stub(tmp_path / "geo3k")
+    run = verl_qwen35(tmp_path, "device=gpu", "model=35b", "submit=slurm", "hydra.run.dir=run", *data)
+    assert run.returncode == 2, run.stderr
+    assert "`sbatch` command is not on PATH" in run.stderr and "dry_run=true" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert not (tmp_path / "run" / "job.sbatch").exists() and not (tmp_path / "run" / "launch.yaml").exists()
+
+
+def test_sbatch_refusing_the_job_exits_2_naming_the_keys(tmp_path):
+    failing = tmp_path / "bin"
+    failing.mkdir()
+    (failing / "sbatch").write_text("#!/bin/sh\necho 'sbatch: error: invalid partition specified: nope' >&2\nexit 1\n")
+    (failing / "sbatch").chmod(0o755)
+    data = _write_geo3k_stub(tmp_path / "geo3k")
+    run = verl_qwen35(
+        tmp_path, "submit=slurm", "submit.partition=nope", "hydra.run.dir=run", *data, path=f"{failing}:/usr/bin:/bin"
+    )
+    assert run.returncode == 2, run.stderr
+    assert "invalid partition specified: nope" in run.stderr and "submit.partition" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_refused_config_is_never_submitted(tmp_path):
+    log = tmp_path / "steps.tsv"
+    data = _write_geo3k_stub(tmp_path / "geo3k")
+    run = verl_qwen35(
+        tmp_path,
+        "submit=slurm",
+        "parallel.tp=3",
+        "hydra.run.dir=run",
+        *data,
+        path=f"{STANDINS}:/usr/bin:/bin",
+        STANDIN_LOG=str(log),
+    )
+    assert run.returncode == 2 and "REFUSED" in run.stderr
+    assert not log.exists() and not (tmp_path / "run" / "job.sbatch").exists()
+
+
+def test_sweep_submits_one_job_per_point_each_with_its_own_run(tmp_path):
+    log = tmp_path / "steps.tsv"
+    data = _write_geo3k_stub(tmp_path / "geo3k")
+    run = verl_qwen35(
+        tmp_path,
+        "-m",
+        "device=gpu",
+        "model=35b",
+        "parallel.tp=1,2",
+        "submit=slurm",
+        f"hydra.sweep.dir={tmp_path}/sweep",
+        *data,
+        path=f"{STANDINS}:/usr/bin:/bin",
+        STANDIN_LOG=str(log),
+        STANDIN_QUEUE_ONLY="1",
+    )
+    assert run.returncode == 0, run.stderr
+    scripts = [line.split("\t")[-1] for line in log.read_text().splitlines()]
+    assert scripts == [f"{tmp_path}/sweep/0/job.sbatch", f"{tmp_path}/sweep/1/job.sbatch"]
+    launched = [OmegaConf.load(tmp_path / "sweep" / job / "launch.yaml") for job in ("0", "1")]
+    assert [c.actor_rollout_ref.actor.megatron.tensor_model_parallel_size for c in launched] == [1, 2]
+    assert [c.trainer.default_local_dir for c in launched] == [f"{tmp_path}/sweep/{job}/checkpoints" for job in "01"]
+    names = [c.trainer.experiment_name for c in launched]
+    assert len(set(names)) == 2
+    for job, name in zip("01", names, strict=True):
+        assert f"#SBATCH --job-name={name}\n" in (tmp_path / "sweep" / job / "job.sbatch").read_text()
+    rows = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    assert [(r["parallel.tp"], r["job_id"]) for r in rows] == [("1", "4201"), ("2", "4202")]
+    assert any(line.startswith("job ") and " job_id " in line for line in run.stdout.splitlines())  # table header
+
+
+def test_ray_job_dry_run_contacts_nothing_and_warns_of_a_relative_checkpoint_dir(tmp_path):
+    (port,) = free_ports(1)  # nothing listens there; a dry run must not try
+    run = verl_qwen35(
+        tmp_path, "submit=ray_job", f"submit.address=http://127.0.0.1:{port}", "dry_run=true", "hydra.run.dir=run"
+    )
+    assert run.returncode == 0, run.stderr
+    assert (
+        f"ray_job    http://127.0.0.1:{port}: python -m verl_qwen35.relaunch . (working_dir {tmp_path / 'run'}"
+        in run.stdout
+    )
+    assert "ray_job    dry run, not submitted" in run.stdout
+    assert "WARNING [trainer.default_local_dir] checkpoints/" in run.stderr
+    assert OmegaConf.load(tmp_path / "run" / "launch.yaml").submit.backend == "ray_job"
+
+
+def test_diff_compares_submit_options_key_by_key(capsys):
+    from verl_qwen35.diff import main as diff_main
+
+    code = diff_main(["device=gpu submit=slurm", "device=gpu submit=slurm submit.partition=a100", "--format", "json"])
+    assert code == 1
+    diff = json.loads(capsys.readouterr().out)
+    assert diff["changed"] == {"submit.partition": {"a": None, "b": "a100"}}
+    assert not diff["added"] and not diff["removed"]

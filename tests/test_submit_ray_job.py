@@ -1,0 +1,158 @@
+"""submit=ray_job against a real local Ray head with its dashboard (Ray's Job Submission API).
+
+The head runs in its own process from a clean environment, with its own temp dir and free
+ports, and is stopped by signal (never `ray stop`). The job's entrypoint is our real
+`python -m verl_qwen35.relaunch .`, through verl's real `main_ppo.main`, with only verl's
+task runner replaced by the recording one of test_forwarding.py (tests/submit_recorder.py).
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from tests.test_forwarding import _write_geo3k_stub
+from tests.test_submit_slurm import REPO, free_ports, processes_using
+
+# Token authentication off on both sides, whether or not this machine has ~/.ray/auth_token.
+AUTH = {"RAY_AUTH_MODE": "disabled"}
+
+
+def _clean_env() -> dict[str, str]:
+    keep = ("HOME", "LANG", "USER", "TMPDIR")
+    return {
+        **{k: os.environ[k] for k in keep if k in os.environ},
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "PYTHONPATH": str(REPO),
+        **AUTH,
+    }
+
+
+@pytest.fixture(scope="module")
+def ray_head():
+    """`ray start --head --block` with the dashboard on 127.0.0.1; yields (dashboard URL, GCS port)."""
+    temp_dir = tempfile.mkdtemp(prefix="r", dir="/tmp")
+    port, dashboard, client, *rest = free_ports(3 + 6 + 10)
+    names = ("node-manager", "object-manager", "runtime-env-agent", "dashboard-agent-grpc")
+    names += ("dashboard-agent-listen", "metrics-export")
+    command = [
+        str(Path(sys.executable).parent / "ray"),
+        "start",
+        "--head",
+        "--block",
+        "--disable-usage-stats",
+        "--node-ip-address=127.0.0.1",
+        f"--port={port}",
+        "--dashboard-host=127.0.0.1",
+        f"--dashboard-port={dashboard}",
+        f"--ray-client-server-port={client}",
+        *(f"--{name}-port={p}" for name, p in zip(names, rest, strict=False)),
+        f"--worker-port-list={','.join(map(str, rest[len(names) :]))}",
+        f"--temp-dir={temp_dir}",
+        "--num-cpus=2",
+        '--resources={"NPU": 16}',  # one A3 node, as the 35B NPU preset needs; verl's job checks it
+        "--object-store-memory=100000000",
+    ]
+    log = Path(temp_dir) / "head.log"
+    with log.open("w") as out:
+        head = subprocess.Popen(command, env=_clean_env(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{dashboard}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert head.poll() is None, f"the Ray head exited:\n{log.read_text()}"
+            try:
+                urllib.request.urlopen(f"{url}/api/version", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, f"no dashboard at {url}:\n{log.read_text()}"
+                time.sleep(1)
+        yield url, port
+    finally:
+        head.send_signal(signal.SIGTERM)  # `ray start --block` stops what it started
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+        leftover = processes_using(temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+        assert not leftover, f"Ray processes outlived the head: {list(leftover.values())}"
+
+
+def submit(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAY_")}, "PYTHONPATH": str(REPO), **AUTH}
+    return subprocess.run(
+        [sys.executable, "-m", "verl_qwen35", "submit=ray_job", *overrides, f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_job_runs_the_relaunch_on_the_cluster_with_the_device_env(ray_head, tmp_path, monkeypatch):
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    address, gcs_port = ray_head
+    record = tmp_path / "received.json"
+    python = tmp_path / "python-recording"
+    python.write_text(f'#!/bin/bash\nexport RECORD_TO={record}\nexec {sys.executable} -m tests.submit_recorder "$@"\n')
+    python.chmod(0o755)
+    data = _write_geo3k_stub(tmp_path / "geo3k")
+    no_stack = "launch_checks.stack=false"  # this machine has no vLLM or CANN stack; the device check runs
+    run = submit(
+        tmp_path, "device=npu", "model=35b", f"submit.address={address}", f"submit.python={python}", no_stack, *data
+    )
+    assert run.returncode == 0, run.stderr
+    job_id = next(line.split()[-1] for line in run.stdout.splitlines() if "submitted job" in line)
+    assert f"ray job logs --address {address} --follow {job_id}" in run.stdout
+
+    monkeypatch.setenv("RAY_AUTH_MODE", AUTH["RAY_AUTH_MODE"])  # this test process is a client too
+    client = JobSubmissionClient(address)
+    deadline = time.monotonic() + 150
+    while (status := client.get_job_status(job_id)) not in {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED}:
+        assert time.monotonic() < deadline, f"job {job_id} still {status}:\n{client.get_job_logs(job_id)}"
+        time.sleep(1)
+    logs = client.get_job_logs(job_id)
+    assert status == JobStatus.SUCCEEDED, logs
+
+    info = client.get_job_info(job_id)
+    assert info.entrypoint == f"{python} -m verl_qwen35.relaunch ."
+    received = json.loads(record.read_text().splitlines()[-1])
+    launched = OmegaConf.load(tmp_path / "run" / "launch.yaml")
+    assert received["config"]["trainer"]["experiment_name"] == launched.trainer.experiment_name
+    assert received["environ"]["HCCL_BUFFSIZE"] == "300" and not received["environ"].get("http_proxy")
+    ray_init = json.loads(Path(f"{record}.ray_init").read_text())
+    assert ray_init["gcs_address"].endswith(f":{gcs_port}"), "verl's ray.init did not join the job's cluster"
+    assert json.loads((tmp_path / "run" / "verdict.json").read_text())["job_id"] == job_id
+
+
+def test_unreachable_address_exits_2_naming_the_key_and_submits_nothing(tmp_path):
+    (port,) = free_ports(1)
+    data = _write_geo3k_stub(tmp_path / "geo3k")
+    run = submit(tmp_path, "device=gpu", "model=35b", f"submit.address=http://127.0.0.1:{port}", *data)
+    assert run.returncode == 2, run.stderr
+    assert f"submit.address=http://127.0.0.1:{port}" in run.stderr and "Traceback" not in run.stderr
+    assert not (tmp_path / "run" / "launch.yaml").exists()
+
+
+def test_waiting_for_devices_the_cluster_lacks_ends_at_the_timeout_saying_what_is_there(ray_head, monkeypatch):
+    """What job.sbatch runs on the head before the relaunch, against a head with 16 NPU and no GPU."""
+    from verl_qwen35.submit.wait_for_ray import wait
+
+    _, gcs_port = ray_head
+    monkeypatch.setenv("RAY_AUTH_MODE", AUTH["RAY_AUTH_MODE"])
+    problem = wait(f"127.0.0.1:{gcs_port}", "GPU", 8, 1, timeout=3)
+    assert problem and problem.startswith("Ray reports 0/8 GPU on 1/1 node(s) after 3s"), problem
+    assert "submit.ray.wait_timeout" in problem
+    assert wait(f"127.0.0.1:{gcs_port}", "NPU", 16, 1, timeout=3) is None

@@ -1,0 +1,208 @@
+"""submit=slurm, run for real on this machine: our command writes job.sbatch and calls `sbatch`.
+
+`sbatch`, `srun` and `scontrol` are stand-ins (tests/standin_slurm/) that run each step
+here, on nodes all named localhost, and record the steps. Everything else is real: bash
+runs the generated script, which starts a real Ray head (and a worker) on 127.0.0.1 with
+its own temp dir and free ports, waits for every device, and runs our real
+`python -m verl_qwen35.relaunch` through verl's real `main_ppo.main`, with only verl's task
+runner replaced by the recording one of test_forwarding.py (tests/submit_recorder.py).
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from tests.test_forwarding import _write_geo3k_stub
+
+REPO = Path(__file__).resolve().parents[1]
+STANDINS = Path(__file__).with_name("standin_slurm")
+# Ray's fixed default ports, and per node the ones it would otherwise pick at random.
+PER_NODE_PORTS = (
+    "node-manager-port",
+    "object-manager-port",
+    "runtime-env-agent-port",
+    "dashboard-agent-grpc-port",
+    "dashboard-agent-listen-port",
+    "metrics-export-port",
+)
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the kernel hands out now, all held open together so they differ."""
+    with ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+
+
+def ray_args(ports: list[int]) -> str:
+    """`ray start` options for one node on a shared machine: its own ports, a small object store."""
+    options = [f"--{name}={port}" for name, port in zip(PER_NODE_PORTS, ports, strict=False)]
+    options += [f"--worker-port-list={','.join(map(str, ports[len(PER_NODE_PORTS) :]))}"]
+    options += ["--object-store-memory=100000000"]
+    return "[" + ",".join(f"'{option}'" for option in options) + "]"
+
+
+def processes_using(path: str) -> dict[int, str]:
+    """pid -> command line of each live process naming `path` (Ray's processes name their temp dir)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:  # gone meanwhile
+            continue
+        if path in cmdline and state != "Z":
+            found[int(entry.name)] = cmdline
+    return found
+
+
+def in_order(text: str, *parts: str) -> None:
+    """Each part occurs in `text` after the one before it."""
+    at = 0
+    for part in parts:
+        found = text.find(part, at)
+        assert found >= 0, f"{part!r} missing after position {at} of:\n{text}"
+        at = found + len(part)
+
+
+class Cluster:
+    """A temp dir, ports and the stand-ins for one submission; the overrides that point a run at them."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp = tmp_path
+        self.temp_dir = tempfile.mkdtemp(prefix="r", dir="/tmp")  # short: Ray's unix sockets live here
+        self.steps = tmp_path / "steps.tsv"
+        self.record = tmp_path / "received.json"
+        python = tmp_path / "python-recording"
+        python.write_text(
+            f'#!/bin/bash\nexport RECORD_TO={self.record}\nexec {sys.executable} -m tests.submit_recorder "$@"\n'
+        )
+        python.chmod(0o755)
+        port, dashboard, client, *rest = free_ports(3 + 2 * 16)
+        self.port = port
+        self.overrides = [
+            "submit=slurm",
+            f"submit.python={python}",
+            f"submit.ray.port={port}",
+            f"submit.ray.dashboard_port={dashboard}",
+            f"submit.ray.client_server_port={client}",
+            f"submit.ray.temp_dir={self.temp_dir}",
+            "submit.ray.wait_timeout=90",
+            # This machine has no vLLM or CUDA/CANN stack; the relaunch's device check does run,
+            # against the job's Ray and the devices its `ray start` advertises.
+            "launch_checks.stack=false",
+            f"submit.ray.head_args={ray_args(rest[:16])}",
+            f"submit.ray.worker_args={ray_args(rest[16:])}",
+            *_write_geo3k_stub(tmp_path / "geo3k"),
+        ]
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "SLURM_"))},
+            "PATH": f"{STANDINS}:{Path(sys.executable).parent}:/usr/bin:/bin",
+            "PYTHONPATH": str(REPO),
+            "STANDIN_LOG": str(self.steps),
+        }
+
+    def run(self, *command: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(command, cwd=self.tmp, env=self.env, capture_output=True, text=True, timeout=timeout)
+
+    def submit(self, *overrides: str, run_dir: str = "run") -> subprocess.CompletedProcess[str]:
+        return self.run(
+            sys.executable, "-m", "verl_qwen35", *overrides, *self.overrides, f"hydra.run.dir={self.tmp / run_dir}"
+        )
+
+    def step_lines(self) -> list[list[str]]:
+        return [line.split("\t") for line in self.steps.read_text().splitlines()]
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    cluster = Cluster(tmp_path)
+    yield cluster
+    leftover = processes_using(cluster.temp_dir)
+    for pid in leftover:  # only after a failed test: our own Ray, found by its temp dir
+        os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(cluster.temp_dir, ignore_errors=True)
+    assert not leftover, f"Ray processes outlived the job: {list(leftover.values())}"
+
+
+def test_sbatch_script_starts_ray_waits_for_every_device_relaunches_and_stops_ray(cluster):
+    run = cluster.submit("device=gpu", "model=35b", "parallel.nnodes=2", "parallel.devices_per_node=4")
+    assert run.returncode == 0, run.stderr
+    run_dir = cluster.tmp / "run"
+    job_id = next(line.split()[-1] for line in run.stdout.splitlines() if "submitted job" in line)
+    log = run_dir / f"slurm-{job_id}.out"
+    assert f"log        {log}" in run.stdout
+    output = log.read_text()
+
+    steps = cluster.step_lines()
+    commands = [step[-1] for step in steps]
+    assert steps[0] == ["sbatch", "", str(run_dir / "job.sbatch")]
+    assert commands[1].startswith("show hostnames localhost,localhost")
+    head, *started, relaunch = commands[2:]
+    assert head.startswith("ray start --block") and "--head" in head and "--num-gpus=4" in head
+    assert f"--num-cpus={os.cpu_count()}" in head  # the stand-in's exclusive node: all of this machine
+    # The worker's and the waiter's steps start in the background together; either may log first.
+    (worker,) = [c for c in started if c.startswith("ray start --block")]
+    (waiter,) = [c for c in started if "-m verl_qwen35.submit.wait_for_ray" in c]
+    assert f"--address=127.0.0.1:{cluster.port}" in worker and "--num-gpus=4" in worker
+    assert "--count 8 --nodes 2" in waiter
+    assert relaunch.endswith(f"-m verl_qwen35.relaunch {run_dir}")
+    assert all(step[1] == "localhost" for step in steps[2:])
+
+    in_order(
+        output,
+        "Ray head on localhost",
+        "Ray worker 1 on localhost",
+        "waiting until Ray reports 8 GPU on 2 node(s)",
+        "Ray reports 8/8 GPU on 2/2 node(s)",
+        "relaunching",
+        "run finished",
+        "stopping Ray on 2 node(s)",
+        "Ray stopped on every node",
+        "job exits with status 0",
+    )
+
+    record = json.loads(cluster.record.read_text().splitlines()[-1])
+    assert record["config"]["trainer"]["nnodes"] == 2 and record["config"]["trainer"]["n_gpus_per_node"] == 4
+    ray_init = json.loads(Path(f"{cluster.record}.ray_init").read_text())  # Ray names this host by its own IP
+    assert ray_init["gcs_address"].endswith(f":{cluster.port}"), "verl did not run on the job's Ray"
+    assert record["environ"]["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+
+
+def test_a_failing_run_fails_the_job_and_still_stops_ray(cluster):
+    """A dry run writes job.sbatch; without launch.yaml the relaunch on the head exits 2."""
+    run = cluster.submit("device=npu", "model=35b", "dry_run=true")
+    assert run.returncode == 0, run.stderr
+    assert "dry run, not submitted" in run.stdout and not cluster.steps.exists(), "a dry run must not call sbatch"
+    script = cluster.tmp / "run" / "job.sbatch"
+    (cluster.tmp / "run" / "launch.yaml").unlink()
+
+    done = cluster.run("sbatch", "--parsable", str(script))
+    assert done.returncode == 0, done.stderr  # sbatch queues; the job's own status is in its log
+    output = (cluster.tmp / "run" / f"slurm-{done.stdout.split(';')[0]}.out").read_text()
+    commands = [step[-1] for step in cluster.step_lines()]
+    assert commands[2].startswith("ray start --block") and '--resources={"NPU": 16}' in commands[2]
+    assert commands[-1].endswith("-m verl_qwen35.relaunch " + str(cluster.tmp / "run"))
+    in_order(
+        output,
+        "Ray reports 16/16 NPU on 1/1 node(s)",
+        "launch.yaml does not exist",
+        "stopping Ray on 1 node(s)",
+        "Ray stopped on every node",
+        "job exits with status 2",
+    )
+    assert "run finished" not in output
+    assert not cluster.record.exists()
