@@ -12,6 +12,7 @@ from importlib.metadata import PackageNotFoundError, distribution, requires
 from packaging.requirements import Requirement
 
 from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.errors import UserError
 
 SUPPORTED_VERL = ">=0.8,<0.10"
 # The verl the config-only install names: the newest release CI runs against.
@@ -32,6 +33,10 @@ def launch_install_command() -> str:
             editable = "-e " if found.get("dir_info", {}).get("editable") else ""
             return f"pip install {editable}'{url.removeprefix('file://')}[launch]'"
     return f"pip install '{PACKAGE}[launch]'"
+
+
+class VerlNotInstalled(UserError, ModuleNotFoundError):
+    """No verl at all: an install step the user missed, answered with one message and exit 2."""
 
 
 def verl_missing_message() -> str:

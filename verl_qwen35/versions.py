@@ -11,9 +11,9 @@ def installed_verl_version() -> str:
     try:
         return version("verl")
     except PackageNotFoundError as err:
-        from verl_qwen35.install import verl_missing_message
+        from verl_qwen35.install import VerlNotInstalled, verl_missing_message
 
-        raise ModuleNotFoundError(verl_missing_message()) from err
+        raise VerlNotInstalled(verl_missing_message()) from err
 
 
 def installed_verl_schema() -> str:
