@@ -6,6 +6,7 @@ from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from omegaconf import DictConfig
 
+from verl_qwen35.checks.parity import link_patch
 from verl_qwen35.choices import check_choices, implicit_overrides
 from verl_qwen35.cmdline import parse_overrides
 from verl_qwen35.paths import conf_dir
@@ -18,4 +19,6 @@ def compose(overrides: Sequence[str] = (), announce: bool = False) -> DictConfig
     check_choices(full)
     check_overrides(full)
     with initialize_config_dir(str(conf_dir()), version_base=None, job_name="verl_qwen35"):
-        return hydra_compose("config", overrides=[o.input_line for o in full])
+        cfg = hydra_compose("config", overrides=[o.input_line for o in full])
+    link_patch(cfg)  # `megatron.<any key>` reaches actor and ref, as in the entrypoint
+    return cfg
