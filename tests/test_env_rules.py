@@ -83,7 +83,8 @@ def test_each_secret_word_marks_a_variable_secret(word):
     assert looks_secret(f"MY_{word}")
     assert looks_secret(f"my_{word.lower()}")
     assert looks_secret(f"my{word.capitalize()}")
-    assert not looks_secret(f"MY_{word}_PATH") and not looks_secret(f"MY_{word}_FILE")
+    for path_word in ("PATH", "FILE", "FILES", "DIR", "DIRS", "DIRECTORY", "FOLDER"):
+        assert not looks_secret(f"MY_{word}_{path_word}"), f"MY_{word}_{path_word} names where a secret is"
     assert not looks_secret(f"MY_{word}_MODE"), "a setting about a secret is not the secret"
 
 
@@ -96,7 +97,10 @@ def test_words_that_only_contain_a_secret_word_are_not_secret(name):
     assert not looks_secret(name)
 
 
-@pytest.mark.parametrize("name", ["HFTOKEN", "MYAPIKEY", "DBPASSWORD", "GITSECRET", "SSHPASSPHRASE", "AWSCREDENTIALS"])
+@pytest.mark.parametrize(
+    "name",
+    ["HFTOKEN", "MYAPIKEY", "DBPASSWORD", "DBPASSWD", "GITSECRET", "SSHPASSPHRASE", "AWSCREDENTIAL", "AWSCREDENTIALS"],
+)
 def test_a_long_word_ending_in_a_secret_word_is_secret(name):
     from verl_qwen35.environment import looks_secret
 
