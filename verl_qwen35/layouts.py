@@ -26,6 +26,7 @@ from verl_qwen35.checks import device_of
 from verl_qwen35.checks.layout import Layout
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.compose import compose
+from verl_qwen35.estimate import InputError, read_inputs
 from verl_qwen35.layout_search import ROLLOUT, TRAINING, Candidate, Search, judge, search, verify
 
 PROG = "python -m verl_qwen35.layouts"
@@ -156,6 +157,10 @@ def _compose(overrides: list[str]) -> tuple[DictConfig, DictConfig, Layout]:
         value = getattr(own, name)
         if not isinstance(value, int) or value < 1:
             raise UsageError(f"parallel.{name}={value!r}: the cluster size must be a positive integer")
+    try:
+        read_inputs(resolved)  # the estimate ranks every layout: its inputs must be usable first
+    except InputError as err:
+        raise UsageError(f"{err}; nothing searched") from None
     return cfg, resolved, own
 
 

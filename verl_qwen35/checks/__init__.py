@@ -15,6 +15,7 @@ from verl_qwen35.checks.parity import layout_source_errors, parity_errors
 from verl_qwen35.checks.problem import Level, Problem, error
 from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problems
 from verl_qwen35.checks.sequences import length_problems, megatron_core_version, packing_problems
+from verl_qwen35.checks.submit import submit_problems
 from verl_qwen35.environment import secret_errors
 
 __all__ = ["Problem", "preflight"]
@@ -47,4 +48,5 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     found += override_key_problems(cfg, device, transformer_config_fields())
     found += data_problems(cfg, machine_missing)
     found += model_path_problems(cfg, machine_missing)
+    found += submit_problems(cfg)  # before anything is written or submitted
     return found
