@@ -14,6 +14,7 @@ usage error.
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -31,6 +32,9 @@ from verl_qwen35.layout_search import ROLLOUT, TRAINING, Candidate, Search, judg
 
 PROG = "python -m verl_qwen35.layouts"
 LAYOUT_KEYS = {f"parallel.{name}" for name in (*TRAINING, *ROLLOUT)}
+# The search enumerates divisor combinations of the world size: 1024 x 8 takes ~13 s on a 2-core
+# machine, and its cost grows faster than the world. Larger clusters are refused with a message.
+MAX_DEVICES = 8192
 
 
 class UsageError(Exception):
@@ -132,6 +136,15 @@ def write_sweep(directory: Path, listed: list[tuple[str, Candidate]], cfg: DictC
     return names
 
 
+def _writable_dir(directory: Path) -> None:
+    """--sweep DIR must be a directory this user can create or write into; checked before any search."""
+    existing = next(p for p in (directory.absolute(), *directory.absolute().parents) if p.exists())
+    if existing == directory.absolute() and not existing.is_dir():
+        raise UsageError(f"--sweep {directory}: is a file, not a directory; give a new or existing directory")
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--sweep {directory}: {existing} is not a writable directory; choose another DIR")
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("overrides", nargs="*", help="the same overrides as python -m verl_qwen35")
@@ -157,6 +170,12 @@ def _compose(overrides: list[str]) -> tuple[DictConfig, DictConfig, Layout]:
         value = getattr(own, name)
         if not isinstance(value, int) or value < 1:
             raise UsageError(f"parallel.{name}={value!r}: the cluster size must be a positive integer")
+    if own.world > MAX_DEVICES:
+        raise UsageError(
+            f"parallel.nnodes={own.nnodes} x parallel.devices_per_node={own.devices_per_node} = {own.world} devices: "
+            f"the planner searches clusters of up to {MAX_DEVICES} devices; plan one data-parallel slice "
+            "(fewer nodes) and scale the batch with the data parallelism"
+        )
     try:
         read_inputs(resolved)  # the estimate ranks every layout: its inputs must be usable first
     except InputError as err:
@@ -211,6 +230,16 @@ def _print_json(own: Layout, base: list[str], rows: list[tuple[str, Candidate]],
 
 
 def _nothing_fits(resolved: DictConfig, own: Layout, found: Search) -> int:
+    if not found.training_accepted or not found.rollout_accepted:
+        print(
+            f"{PROG}: the preflight accepts no {'training' if not found.training_accepted else 'rollout'} layout of "
+            f"{resolved.model.name} on {own.nnodes} x {own.devices_per_node} = {own.world} devices "
+            f"({found.training_judged} training, {found.rollout_judged} rollout layouts judged); use a "
+            "parallel.devices_per_node and parallel.nnodes whose product the model's heads and experts divide "
+            "(e.g. 8 or 16 devices per node), and data.train_batch_size divisible by the data parallelism",
+            file=sys.stderr,
+        )
+        return 2
     closest = ", ".join(
         f"{' '.join(overrides_of(c.layout))} needs {c.estimate.peak_gib:.0f} GiB" for c in found.closest[:3]
     )
@@ -225,6 +254,8 @@ def _nothing_fits(resolved: DictConfig, own: Layout, found: Search) -> int:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    if args.sweep is not None:
+        _writable_dir(args.sweep)
     cfg, resolved, own = _compose(args.overrides)
     found = search(resolved, device_of(resolved), top=args.top + 5 if args.top else 0)
     listed, refusal = _verified(cfg, found, args.top)
@@ -249,7 +280,10 @@ def run(args: argparse.Namespace) -> int:
             line = " ".join([PROG, *args.overrides, f"--top {len(listed)}", "--sweep DIR"])
             print(f"sweep:   {line}  (writes DIR/parallel/*.yaml, runs them as one multirun)")
         return 0
-    names = write_sweep(args.sweep, rows, cfg)
+    try:
+        names = write_sweep(args.sweep, rows, cfg)
+    except OSError as err:
+        raise UsageError(f"--sweep {args.sweep}: cannot write the layouts ({err.strerror}: {err.filename})") from None
     command = sweep_command(args.sweep, base, names)
     print("sweep:   " + " ".join(command[1:]), file=sys.stderr, flush=True)
     return subprocess.run(command, check=False).returncode
