@@ -1,0 +1,261 @@
+"""Bad inputs to the estimate, the layout planner, doctor and the submit group, as an outside tester types them.
+
+Every one ends with exit 2 (or 0 where the input is fine), one message naming the key, file or
+option to change, no traceback, and nothing written that should not be. The commands run
+in-process (their `main(argv)`, as `python -m` calls it) where the exit code and the printed
+message are the point; the entrypoint's dry runs run as a subprocess where files on disk are.
+"""
+
+import subprocess
+
+import pytest
+from omegaconf import OmegaConf
+
+from tests.test_submit import verl_qwen35
+from verl_qwen35 import doctor, layouts
+from verl_qwen35 import estimate as estimate_cli
+from verl_qwen35.checks import preflight
+from verl_qwen35.compose import compose
+from verl_qwen35.submit.slurm import settings
+
+GPU35 = ["device=gpu", "model=35b"]
+
+
+def run_main(main, argv: list[str], capsys) -> tuple[int, str]:
+    """(exit code, everything printed) of a command's main, argparse's own exits included."""
+    try:
+        code = main(argv)
+    except SystemExit as stop:
+        code = stop.code
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def resolved(overrides: list[str]):
+    cfg = compose(overrides)
+    OmegaConf.resolve(cfg)
+    return cfg
+
+
+# (overrides, the key or option the message must name)
+ESTIMATE_BAD = [
+    (["hardware.device_memory_gib=abc"], "hardware.device_memory_gib='abc'"),
+    (["hardware.device_memory_gib=null"], "hardware.device_memory_gib is null"),
+    (["hardware.device_memory_gib=0"], "hardware.device_memory_gib=0"),
+    (["hardware.device_memory_gib=-5"], "hardware.device_memory_gib=-5"),
+    (["hardware.host_memory_gib=null"], "hardware.host_memory_gib is null"),
+    (["hardware.host_memory_gib=0"], "hardware.host_memory_gib=0"),
+    (["hardware.reserved_gib=-1"], "hardware.reserved_gib=-1"),
+    (["hardware.reserved_gib=1000"], "hardware.reserved_gib=1000"),
+    (["hardware.reserved_gib=[1]"], "hardware.reserved_gib=[1]"),
+    (["parallel.tp=two"], "parallel.tp"),
+    (["parallel.tp=0"], "parallel.tp"),
+    (["parallel.tp=99999999999999999999"], "parallel.tp"),
+    (["parallel.nnodes=0"], "parallel.nnodes"),
+    (["parallel.devices_per_node=3"], "parallel.devices_per_node"),
+    (["data.max_response_length=1e400"], "data.max_response_length=inf"),
+    (["data.max_prompt_length=null"], "data.max_prompt_length is null"),
+    (["data.max_prompt_length=-100"], "data.max_prompt_length=-100"),
+    (["actor_rollout_ref.rollout.gpu_memory_utilization=0"], "actor_rollout_ref.rollout.gpu_memory_utilization=0"),
+    (["actor_rollout_ref.rollout.gpu_memory_utilization=abc"], "gpu_memory_utilization='abc'"),
+    (["actor_rollout_ref.rollout.n=0"], "actor_rollout_ref.rollout.n=0"),
+    (["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=abc"], "ppo_micro_batch_size_per_gpu='abc'"),
+    (["actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_offload_fraction=2"], "fraction=2"),
+    (["actor_rollout_ref.actor.megatron.param_offload=maybe"], "param_offload='maybe'"),
+    (["model.hidden_size=null"], "model.hidden_size is null"),
+    (["model.full_attention_interval=0"], "model.full_attention_interval=0"),
+    (["model.num_experts_per_tok=1000"], "model.num_experts_per_tok=1000"),
+    (["~model.num_attention_heads"], "model.num_attention_heads is missing"),
+    (["model=397b", "parallel.nnodes=1"], "parallel.nnodes"),
+    (["--format", "yaml"], "--format"),
+    (["device=tpu"], "device=tpu"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "named"), ESTIMATE_BAD)
+def test_estimate_refuses_bad_input_naming_the_key(overrides, named, capsys):
+    code, out = run_main(estimate_cli.main, [*GPU35, *overrides], capsys)
+    assert code == 2, out
+    assert named in out and "Traceback" not in out
+
+
+def test_estimate_of_a_good_config_still_exits_0(capsys):
+    code, out = run_main(estimate_cli.main, [*GPU35, "--format", "json"], capsys)
+    assert code == 0 and '"fits": true' in out
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        (["hardware.device_memory_gib=abc"], "hardware.device_memory_gib='abc'"),
+        (["hardware.reserved_gib=null"], "hardware.reserved_gib is null"),
+        (["data.max_prompt_length=-1"], "data.max_prompt_length=-1"),
+        (["model.vocab_size=0"], "model.vocab_size=0"),
+    ],
+)
+def test_dry_run_preflight_names_an_unusable_estimate_input(overrides, named):
+    """The memory check in the preflight reports the key instead of crashing the dry run."""
+    errors = [str(p) for p in preflight(resolved([*GPU35, *overrides]), "warning") if p.level == "error"]
+    assert any(named in e for e in errors), errors
+
+
+LAYOUTS_BAD = [
+    (["--top", "-1"], "--top"),
+    (["--top", "abc"], "--top"),
+    (["--format", "yaml"], "--format"),
+    (["parallel.nnodes=0"], "parallel.nnodes=0"),
+    (["parallel.nnodes=abc"], "parallel.nnodes='abc'"),
+    (["parallel.nnodes=100000"], "parallel.nnodes=100000"),
+    (["parallel.devices_per_node=3"], "the preflight accepts no training layout"),
+    (["hardware.device_memory_gib=abc"], "hardware.device_memory_gib='abc'"),
+    (["hardware.device_memory_gib=0"], "hardware.device_memory_gib=0"),
+    (["data.max_prompt_length=null"], "data.max_prompt_length is null"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "named"), LAYOUTS_BAD)
+def test_layouts_refuses_bad_input_naming_the_key(overrides, named, capsys):
+    code, out = run_main(layouts.main, [*GPU35, *overrides], capsys)
+    assert code == 2, out
+    assert named in out and "Traceback" not in out
+
+
+def test_layouts_sweep_into_a_file_exits_2_before_searching(tmp_path, capsys):
+    target = tmp_path / "afile"
+    target.write_text("keep")
+    code, out = run_main(layouts.main, [*GPU35, "--top", "1", "--sweep", str(target)], capsys)
+    assert code == 2 and f"--sweep {target}: is a file" in out and "Traceback" not in out
+    assert target.read_text() == "keep" and "training layouts" not in out  # refused before the search
+
+
+def test_layouts_sweep_that_cannot_be_written_exits_2(tmp_path, capsys):
+    code, out = run_main(layouts.main, [*GPU35, "--top", "1", "--sweep", "/proc/no_such_dir"], capsys)
+    assert code == 2 and "--sweep /proc/no_such_dir" in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("hello\n", "a mapping with `components:`"),
+        ("a: [1,\n", "not a readable YAML version matrix"),
+        ("- 1\n- 2\n", "a mapping with `components:`"),
+        ("components:\n  - name: x\n    kind: package\n", "component 0 (x): missing key 'dist'"),
+    ],
+)
+def test_doctor_names_a_bad_matrix_file(tmp_path, text, named, capsys):
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(text)
+    code, out = run_main(doctor.main, ["device=gpu", "--matrix", str(matrix)], capsys)
+    assert code == 2 and f"--matrix {matrix}: " in out and named in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [(["device=tpu"], "device=tpu"), (["tpu"], "device=tpu"), (["--format", "yaml"], "--format"), (["x", "y"], "y")],
+)
+def test_doctor_refuses_bad_arguments(argv, named, capsys):
+    code, out = run_main(doctor.main, argv, capsys)
+    assert code == 2 and named in out and "Traceback" not in out
+
+
+SLURM = [*GPU35, "submit=slurm"]
+RAY_JOB = [*GPU35, "submit=ray_job"]
+SUBMIT_BAD = [
+    (SLURM, "submit.ray.wait_timeout=abc", "submit.ray.wait_timeout='abc'"),
+    (SLURM, "submit.ray.wait_timeout=null", "submit.ray.wait_timeout=None"),
+    (SLURM, "submit.ray.wait_timeout=-5", "submit.ray.wait_timeout=-5"),
+    (SLURM, "submit.ray.port=70000", "submit.ray.port=70000"),
+    (SLURM, "submit.ray.port=abc", "submit.ray.port='abc'"),
+    (SLURM, "submit.ray.dashboard_port=6379", "submit.ray.port and submit.ray.dashboard_port are the same port"),
+    (SLURM, "submit.time='$(rm -rf ~)'", "submit.time='$(rm -rf ~)'"),
+    (SLURM, "submit.time=tomorrow", "submit.time='tomorrow'"),
+    (SLURM, "submit.mounts=/data:/data", "submit.mounts='/data:/data': must be a list"),
+    (SLURM, "submit.mounts=['$(touch pwned):/x']", "submit.mounts[0]"),
+    (SLURM, "submit.mounts=['/a:/b,/c:/d']", "no comma"),
+    (SLURM, "submit.mounts=[1]", "submit.mounts[0]=1"),
+    (SLURM, "submit.partition='a b'", "submit.partition='a b'"),
+    (SLURM, "submit.partition='a\nb'", "submit.partition="),
+    (SLURM, "submit.job_name='a;touch pwned'", "submit.job_name="),
+    (SLURM, 'submit.account="x\'y"', "submit.account="),
+    (SLURM, "submit.container='img --uid=0'", "submit.container="),
+    (SLURM, "submit.sbatch='--qos=high'", "submit.sbatch='--qos=high': must be a list"),
+    (SLURM, "submit.sbatch=[null]", "submit.sbatch[0]=None"),
+    (SLURM, "submit.sbatch=['--comment=a b']", "one sbatch option per entry"),
+    (SLURM, "submit.sbatch=[qos]", "one sbatch option per entry"),
+    (SLURM, "submit.python='python \"'", "submit.python="),
+    (SLURM, "submit.python=null", "submit.python=None"),
+    (SLURM, "submit.python=' '", "names no command"),
+    (SLURM, "submit.setup=echo", "submit.setup='echo': must be a list"),
+    (SLURM, "submit.ray.head_args=--foo", "submit.ray.head_args='--foo': must be a list"),
+    (SLURM, "submit.cpus_per_node=abc", "submit.cpus_per_node='abc'"),
+    (SLURM, "submit.cpus_per_node=0", "submit.cpus_per_node=0"),
+    (SLURM, "submit.exclusive=maybe", "submit.exclusive='maybe'"),
+    (SLURM, "submit.ray.interface='ib0 x'", "submit.ray.interface="),
+    (SLURM, "submit.ray=null", "submit.ray=None"),
+    (SLURM, "submit.backend=pbs", "submit.backend='pbs'"),
+    (RAY_JOB, "submit.address=garbage:x", "submit.address='garbage:x'"),
+    (RAY_JOB, "submit.address=null", "submit.address=None"),
+    (RAY_JOB, "submit.address=ftp://h:1", "submit.address='ftp://h:1'"),
+    (RAY_JOB, "submit.address=http://h:99999", "submit.address='http://h:99999'"),
+    (RAY_JOB, "submit.address=http://", "submit.address='http://'"),
+    (RAY_JOB, "submit.address=''", "submit.address=''"),
+]
+
+
+@pytest.mark.parametrize(("base", "override", "named"), SUBMIT_BAD)
+def test_preflight_refuses_unusable_submit_values_naming_the_key(base, override, named):
+    errors = [str(p) for p in preflight(resolved([*base, override]), "warning") if p.level == "error"]
+    assert any(named in e for e in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("base", "override"),
+    [
+        (SLURM, "submit.time=2-00:00:00"),
+        (SLURM, "submit.time=90"),
+        (SLURM, "submit.mounts=[/data:/data,/models:/models:ro]"),
+        (SLURM, "submit.sbatch=['--qos=high','--gres=npu:16']"),
+        (RAY_JOB, "submit.address=http://head:8265"),
+        (RAY_JOB, "submit.address=ray://head:10001"),
+        (RAY_JOB, "submit.address=auto"),
+    ],
+)
+def test_usable_submit_values_pass(base, override):
+    errors = [str(p) for p in preflight(resolved([*base, override]), "warning") if p.level == "error"]
+    assert not [e for e in errors if "[submit" in e], errors
+
+
+@pytest.mark.parametrize(
+    "override", ["submit.ray.wait_timeout=abc", "submit.time='$(touch pwned)'", "submit.python=null"]
+)
+def test_refused_submit_writes_no_script_and_no_launch_file(tmp_path, override):
+    run = verl_qwen35(tmp_path, *SLURM, "dry_run=true", "hydra.run.dir=run", override)
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert "[submit." in run.stderr and "verdict    REFUSED" in run.stderr
+    assert not (tmp_path / "run" / "job.sbatch").exists() and not (tmp_path / "run" / "launch.yaml").exists()
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_hostile_values_stay_data_in_the_settings_block(tmp_path, monkeypatch):
+    """Values that reach job.sbatch (python, Ray args, env values from the config and the shell) come out
+    of bash exactly as given, and nothing in them runs."""
+    marker = tmp_path / "pwned"
+    payload = f"$(touch {marker}); `touch {marker}`; touch {marker} && $HOME"  # no quotes: Hydra's own syntax
+    hostile = f"{payload} '\" \\"  # from the shell: quotes and a backslash too
+    monkeypatch.setenv("VLLM_USE_V1", hostile)  # the shell's value wins and is exported by the script
+    cfg = resolved(
+        [
+            *SLURM,
+            f"submit.python='python -c \"{payload}\"'",
+            f"submit.ray.head_args=['--x={payload}']",
+            f"+env.set.MY_FLAG='{payload}'",
+        ]
+    )
+    assert not [p for p in preflight(cfg, "warning") if p.level == "error" and "[submit" in str(p)]
+    block = "\n".join(settings(cfg, tmp_path / "run dir"))
+    show = 'printf "%s\\n" "$RUN_DIR" "${PYTHON[@]}" "${RAY_HEAD_ARGS[@]}" "$VLLM_USE_V1" "$MY_FLAG"'
+    done = subprocess.run(["bash", "-euc", f"{block}\n{show}"], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    expected = [str(tmp_path / "run dir"), "python", "-c", payload, f"--x={payload}", hostile, payload]
+    assert done.stdout.splitlines() == expected
+    assert not marker.exists()
