@@ -15,6 +15,7 @@ from tests.test_submit import verl_qwen35
 from verl_qwen35 import doctor, layouts
 from verl_qwen35 import estimate as estimate_cli
 from verl_qwen35.checks import preflight
+from verl_qwen35.checks.memory import memory_lines
 from verl_qwen35.compose import compose
 from verl_qwen35.submit.slurm import settings
 
@@ -67,6 +68,11 @@ ESTIMATE_BAD = [
     (["model.num_experts_per_tok=1000"], "model.num_experts_per_tok=1000"),
     (["~model.num_attention_heads"], "model.num_attention_heads is missing"),
     (["model=397b", "parallel.nnodes=1"], "parallel.nnodes"),
+    (["parallel.gen_dp=0"], "gen_dp=0 must be a positive integer"),
+    (["parallel.gen_ep=abc"], "gen_ep=abc must be a positive integer"),
+    (["model.linear_conv_kernel_dim=0"], "model.linear_conv_kernel_dim=0"),
+    (["actor_rollout_ref.rollout.max_model_len=-1"], "actor_rollout_ref.rollout.max_model_len=-1"),
+    (["hardware=null"], "hardware.device_memory_gib is missing"),
     (["--format", "yaml"], "--format"),
     (["device=tpu"], "device=tpu"),
 ]
@@ -91,12 +97,16 @@ def test_estimate_of_a_good_config_still_exits_0(capsys):
         (["hardware.reserved_gib=null"], "hardware.reserved_gib is null"),
         (["data.max_prompt_length=-1"], "data.max_prompt_length=-1"),
         (["model.vocab_size=0"], "model.vocab_size=0"),
+        (["parallel.gen_dp=0"], "gen_dp=0 must be a positive integer"),
+        (["parallel.gen_ep=abc"], "gen_ep=abc must be a positive integer"),
     ],
 )
 def test_dry_run_preflight_names_an_unusable_estimate_input(overrides, named):
     """The memory check in the preflight reports the key instead of crashing the dry run."""
-    errors = [str(p) for p in preflight(resolved([*GPU35, *overrides]), "warning") if p.level == "error"]
+    cfg = resolved([*GPU35, *overrides])
+    errors = [str(p) for p in preflight(cfg, "warning") if p.level == "error"]
     assert any(named in e for e in errors), errors
+    assert memory_lines(cfg)[0].startswith("memory     (no estimate")  # the plan's memory lines do not crash
 
 
 LAYOUTS_BAD = [
@@ -110,6 +120,8 @@ LAYOUTS_BAD = [
     (["hardware.device_memory_gib=abc"], "hardware.device_memory_gib='abc'"),
     (["hardware.device_memory_gib=0"], "hardware.device_memory_gib=0"),
     (["data.max_prompt_length=null"], "data.max_prompt_length is null"),
+    (["parallel.gen_ep=abc"], "parallel.gen_ep"),
+    (["parallel.gen_dp=0"], "parallel.gen_dp"),
 ]
 
 
@@ -199,6 +211,9 @@ SUBMIT_BAD = [
     (RAY_JOB, "submit.address=http://h:99999", "submit.address='http://h:99999'"),
     (RAY_JOB, "submit.address=http://", "submit.address='http://'"),
     (RAY_JOB, "submit.address=''", "submit.address=''"),
+    (RAY_JOB, "submit.address=auto", "submit.address='auto'"),
+    (RAY_JOB, "submit.address=127.0.0.1:6379", "submit.address='127.0.0.1:6379'"),
+    (RAY_JOB, "submit.address=ray://head:10001", "submit.address='ray://head:10001'"),
 ]
 
 
@@ -216,8 +231,7 @@ def test_preflight_refuses_unusable_submit_values_naming_the_key(base, override,
         (SLURM, "submit.mounts=[/data:/data,/models:/models:ro]"),
         (SLURM, "submit.sbatch=['--qos=high','--gres=npu:16']"),
         (RAY_JOB, "submit.address=http://head:8265"),
-        (RAY_JOB, "submit.address=ray://head:10001"),
-        (RAY_JOB, "submit.address=auto"),
+        (RAY_JOB, "submit.address=https://head"),
     ],
 )
 def test_usable_submit_values_pass(base, override):

@@ -24,7 +24,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks import device_of
-from verl_qwen35.checks.layout import Layout
+from verl_qwen35.checks.layout import Layout, positive_problems
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.compose import compose
 from verl_qwen35.estimate import InputError, read_inputs
@@ -170,6 +170,8 @@ def _compose(overrides: list[str]) -> tuple[DictConfig, DictConfig, Layout]:
         value = getattr(own, name)
         if not isinstance(value, int) or value < 1:
             raise UsageError(f"parallel.{name}={value!r}: the cluster size must be a positive integer")
+    if unusable := positive_problems(own):  # the search starts from the config's own numbers
+        raise UsageError("; ".join(f"{', '.join(p.keys)}: {p.message}" for p in unusable))
     if own.world > MAX_DEVICES:
         raise UsageError(
             f"parallel.nnodes={own.nnodes} x parallel.devices_per_node={own.devices_per_node} = {own.world} devices: "

@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 
 # A module import (not `from ... import name`): estimate.py imports checks.layout, so either side may load first.
 from verl_qwen35 import estimate as memory_model
-from verl_qwen35.checks.layout import KEYS, Layout
+from verl_qwen35.checks.layout import KEYS, Layout, positive_problems
 from verl_qwen35.checks.problem import Problem, error, warning
 
 WARN_FRACTION = 0.9
@@ -43,8 +43,7 @@ def estimable(cfg: DictConfig) -> bool:
     if not applies(cfg) or input_problems(cfg):
         return False
     lo = Layout.of(cfg)
-    numbers = (lo.tp, lo.pp, lo.cp, lo.ep, lo.etp, lo.gen_tp, lo.nnodes, lo.devices_per_node)
-    if not all(isinstance(n, int) and n > 0 for n in numbers):
+    if positive_problems(lo) or not (lo.vpp is None or (isinstance(lo.vpp, int) and lo.vpp > 0)):
         return False
     return (
         lo.world % (lo.tp * lo.pp * lo.cp) == 0

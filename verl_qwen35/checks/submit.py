@@ -76,20 +76,21 @@ def _python(s: DictConfig, found: list[Problem]) -> None:
 
 
 def _address(value: Any, found: list[Problem]) -> None:
-    """What ray.job_submission.JobSubmissionClient takes: the dashboard's http(s) URL, ray://, or 'auto'."""
-    key, example = "submit.address", "e.g. submit.address=http://head:8265 (the head's dashboard)"
-    if not isinstance(value, str) or not value or any(c.isspace() for c in value):
-        found.append(error(key, f"{key}={value!r}: must be the Ray cluster's address, {example}"))
+    """The head's dashboard URL, what ray.job_submission.JobSubmissionClient talks HTTP to.
+
+    Other forms it takes (`auto`, `host:port` of the GCS, `ray://`) go through a Ray driver
+    connection that waits for a GCS and fails with an RpcError after a long timeout."""
+    key, example = "submit.address", "e.g. submit.address=http://head:8265 (the head's dashboard, `ray start --head`)"
+    if not isinstance(value, str) or not value or any(c.isspace() or ord(c) < 32 for c in value):
+        found.append(error(key, f"{key}={value!r}: must be the Ray dashboard's URL, {example}"))
         return
-    if value == "auto":
-        return
-    parts = urlsplit(value if "://" in value else f"http://{value}")
+    parts = urlsplit(value)
     try:
         port_ok = parts.port is None or 0 < parts.port < 65536
     except ValueError:
         port_ok = False
-    if parts.scheme not in ("http", "https", "ray") or not parts.hostname or not port_ok:
-        found.append(error(key, f"{key}={value!r}: not an http(s):// or ray:// address with a host; {example}"))
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        found.append(error(key, f"{key}={value!r}: not an http:// or https:// URL with a host and port; {example}"))
 
 
 def _slurm(s: DictConfig, found: list[Problem]) -> None:
