@@ -273,3 +273,32 @@ def test_hostile_values_stay_data_in_the_settings_block(tmp_path, monkeypatch):
     expected = [str(tmp_path / "run dir"), "python", "-c", payload, f"--x={payload}", hostile, payload]
     assert done.stdout.splitlines() == expected
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("device", "override", "ray_address", "named"),
+    [
+        ("gpu", "+ray_kwargs.ray_init.num_gpus=abc", "local", "ray_kwargs.ray_init.num_gpus='abc'"),
+        ("gpu", "+ray_kwargs.ray_init.num_gpus=-1", "local", "ray_kwargs.ray_init.num_gpus=-1"),
+        ("npu", "+ray_kwargs.ray_init.resources={NPU: abc}", "local", "ray_kwargs.ray_init.resources.NPU='abc'"),
+        ("gpu", None, "garbage", "your shell's RAY_ADDRESS=garbage"),
+        ("gpu", "+ray_kwargs.ray_init.address=foo::1", "local", "ray_kwargs.ray_init.address=foo::1"),
+    ],
+)
+def test_launch_device_check_names_an_unusable_ray_setting(device, override, ray_address, named, monkeypatch):
+    """The launch-time device check (no Ray started: each value is refused before any connection)."""
+    from verl_qwen35.devices import device_problems
+
+    monkeypatch.setenv("RAY_ADDRESS", ray_address)
+    cfg = resolved([f"device={device}", "model=35b", *([override] if override else [])])
+    found = [str(p) for p in device_problems(cfg, device)]
+    assert len(found) == 1 and named in found[0], found
+
+
+@pytest.mark.parametrize("value", ["abc", "{stack: maybe}", "{devices: 1}"])
+def test_launch_checks_values_are_checked(value):
+    from verl_qwen35.checks.machine import launch_problems
+
+    cfg = resolved([*GPU35, f"launch_checks={value}"])
+    found = [str(p) for p in launch_problems(cfg)]
+    assert len(found) == 1 and "[launch_checks]" in found[0], found
