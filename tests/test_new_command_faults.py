@@ -302,3 +302,9 @@ def test_launch_checks_values_are_checked(value):
     cfg = resolved([*GPU35, f"launch_checks={value}"])
     found = [str(p) for p in launch_problems(cfg)]
     assert len(found) == 1 and "[launch_checks]" in found[0], found
+
+
+def test_slurm_run_dir_an_sbatch_line_cannot_carry_exits_2_writing_no_script(tmp_path):
+    run = verl_qwen35(tmp_path, *SLURM, "dry_run=true", "hydra.run.dir='run #1'")
+    assert run.returncode == 2 and "Traceback" not in run.stderr and "set hydra.run.dir" in run.stderr
+    assert not (tmp_path / "run #1" / "job.sbatch").exists() and not (tmp_path / "run #1" / "launch.yaml").exists()
