@@ -6,7 +6,10 @@ in-process (their `main(argv)`, as `python -m` calls it) where the exit code and
 message are the point; the entrypoint's dry runs run as a subprocess where files on disk are.
 """
 
+import os
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
@@ -122,6 +125,7 @@ LAYOUTS_BAD = [
     (["data.max_prompt_length=null"], "data.max_prompt_length is null"),
     (["parallel.gen_ep=abc"], "parallel.gen_ep"),
     (["parallel.gen_dp=0"], "parallel.gen_dp"),
+    (["parallel.nnodes=true"], "parallel.nnodes=True"),
 ]
 
 
@@ -308,3 +312,25 @@ def test_slurm_run_dir_an_sbatch_line_cannot_carry_exits_2_writing_no_script(tmp
     run = verl_qwen35(tmp_path, *SLURM, "dry_run=true", "hydra.run.dir='run #1'")
     assert run.returncode == 2 and "Traceback" not in run.stderr and "set hydra.run.dir" in run.stderr
     assert not (tmp_path / "run #1" / "job.sbatch").exists() and not (tmp_path / "run #1" / "launch.yaml").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["verl_qwen35.layouts", *GPU35, "--top", "20", "--format", "json"],
+        ["verl_qwen35.estimate", *GPU35, "--format", "json"],
+        ["verl_qwen35.doctor", "device=gpu", "--format", "json"],
+    ],
+)
+def test_output_into_a_closed_pipe_ends_quietly(argv, tmp_path):
+    """`... | head -1`: the reader goes away after one line; no BrokenPipeError traceback."""
+    environ = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    with subprocess.Popen(
+        [sys.executable, "-m", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environ, cwd=tmp_path
+    ) as proc:
+        proc.stdout.readline()
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        code = proc.wait()
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+    assert code in (0, 2, 141)

@@ -57,4 +57,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from verl_qwen35.cli_exit import exit_with
+
+    exit_with(main)

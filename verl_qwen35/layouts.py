@@ -168,7 +168,7 @@ def _compose(overrides: list[str]) -> tuple[DictConfig, DictConfig, Layout]:
     own = Layout.of(resolved)
     for name in ("nnodes", "devices_per_node"):
         value = getattr(own, name)
-        if not isinstance(value, int) or value < 1:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise UsageError(f"parallel.{name}={value!r}: the cluster size must be a positive integer")
     if unusable := positive_problems(own):  # the search starts from the config's own numbers
         raise UsageError("; ".join(f"{', '.join(p.keys)}: {p.message}" for p in unusable))
@@ -301,4 +301,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from verl_qwen35.cli_exit import exit_with
+
+    exit_with(main)

@@ -93,7 +93,8 @@ def positive_problems(layout: Layout) -> list[Problem]:
     return [
         error(KEYS[n], f"{n}={getattr(layout, n)} must be a positive integer")
         for n in names
-        if not isinstance(getattr(layout, n), int) or getattr(layout, n) < 1
+        # bool is an int in Python: parallel.nnodes=true must not count as 1.
+        if not isinstance(getattr(layout, n), int) or isinstance(getattr(layout, n), bool) or getattr(layout, n) < 1
     ]
 
 
