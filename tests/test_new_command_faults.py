@@ -227,9 +227,29 @@ def test_preflight_refuses_unusable_submit_values_naming_the_key(base, override,
     assert any(named in e for e in errors), errors
 
 
+SECRET_VALUE = "hf_Q9x7SECRETVALUE"
+SUBMIT_SECRETS = [
+    (SLURM, f"submit.setup=['export HF_TOKEN={SECRET_VALUE}']", "submit.setup[0]"),
+    (SLURM, f"submit.setup=['export WANDB_API_KEY={SECRET_VALUE}; echo']", "submit.setup[0]"),
+    (SLURM, f"submit.sbatch=['--export=ALL,MY_PASSWORD={SECRET_VALUE}']", "submit.sbatch[0]"),
+    (SLURM, f"submit.python='env OPENAI_API_KEY={SECRET_VALUE} python'", "submit.python"),
+    (SLURM, f"submit.ray.head_args=['--env=AWS_SECRET_ACCESS_KEY={SECRET_VALUE}']", "submit.ray.head_args[0]"),
+    (RAY_JOB, f"submit.address='http://admin:{SECRET_VALUE}@head:8265'", "submit.address"),
+]
+
+
+@pytest.mark.parametrize(("base", "override", "named"), SUBMIT_SECRETS)
+def test_secret_values_in_submit_keys_are_refused_without_echoing_them(base, override, named):
+    errors = [str(p) for p in preflight(resolved([*base, override]), "warning") if p.level == "error"]
+    assert any(e.startswith(f"ERROR   [{named}]") and "looks like a secret" in e for e in errors), errors
+    assert not any(SECRET_VALUE in e for e in errors)
+
+
 @pytest.mark.parametrize(
     ("base", "override"),
     [
+        (SLURM, "submit.setup=['export HF_TOKEN=$HF_TOKEN', 'export HF_TOKEN_PATH=/secrets/hf']"),
+        (SLURM, "submit.sbatch=['--export=ALL,TOKENIZERS_PARALLELISM=false']"),
         (SLURM, "submit.time=2-00:00:00"),
         (SLURM, "submit.time=90"),
         (SLURM, "submit.mounts=[/data:/data,/models:/models:ro]"),
