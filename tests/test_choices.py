@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from verl_qwen35.choices import ChoiceError, check_choices, implicit_overrides, options
+from verl_qwen35.cmdline import parse_overrides
 from verl_qwen35.compose import compose
 
 
@@ -28,30 +29,32 @@ def test_our_options_exclude_verls_model_group():
 )
 def test_collisions_and_unknown_choices_are_refused_with_the_valid_ones(overrides, named):
     with pytest.raises(ChoiceError, match="choose|pick") as err:
-        check_choices(overrides)
+        check_choices(parse_overrides(overrides))
     assert named in str(err.value)
 
 
 def test_verls_own_hf_model_choice_at_its_package_is_allowed():
-    check_choices(["model@actor_rollout_ref.model=hf_model"])
+    check_choices(parse_overrides(["model@actor_rollout_ref.model=hf_model"]))
 
 
 def test_user_config_dir_adds_options(tmp_path):
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "mine.yaml").write_text("# @package _global_\n")
-    check_choices(["model=mine"], [tmp_path])
-    with pytest.raises(ChoiceError):
-        check_choices(["model=mine"])
+    (tmp_path / "parallel").mkdir()
+    (tmp_path / "parallel" / "mine_gpu.yaml").write_text("tp: 1\n")
+    check_choices(parse_overrides(["model=mine", "device=gpu"]), [tmp_path])
+    with pytest.raises(ChoiceError, match="not a model"):
+        check_choices(parse_overrides(["model=mine"]))
+    with pytest.raises(ChoiceError, match="no layout preset for device=npu: add .*mine_npu.yaml"):
+        check_choices(parse_overrides(["model=mine", "device=npu"]), [tmp_path])
 
 
 def test_device_and_schema_are_filled_in_only_when_missing():
-    filled = implicit_overrides(["model=122b"], announce=False)
+    filled = [o.input_line for o in implicit_overrides(parse_overrides(["model=122b"]), announce=False)]
     assert filled[0] == "device=gpu"  # torch_npu is not installed here
     assert filled[1].startswith("verl_schema=v0_")
-    assert implicit_overrides(["device=npu", "verl_schema=v0_8"], announce=False) == [
-        "device=npu",
-        "verl_schema=v0_8",
-    ]
+    given = parse_overrides(["device=npu", "verl_schema=v0_8"])
+    assert [o.input_line for o in implicit_overrides(given, announce=False)] == ["device=npu", "verl_schema=v0_8"]
 
 
 def test_compose_refuses_like_the_entrypoint():

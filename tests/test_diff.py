@@ -77,10 +77,17 @@ def test_equal_sides_exit_0_and_ignore_globs_drop_keys(capsys):
     assert code == 1 and set(report["changed"]) == {"parallel.tp"}
 
 
-def test_golden_file_against_its_override_set_is_equal(capsys, monkeypatch):
+def test_golden_file_against_its_override_set_differs_only_where_home_is_read(capsys, monkeypatch):
     monkeypatch.setenv("HOME", "/home/user")
     golden = GOLDEN / installed_verl_schema() / "122b_npu.yaml"
-    assert diff_main([str(golden), NPU]) == 0
+    assert diff_main([str(golden), NPU, "--ignore", "data.*_files"]) == 0
+    capsys.readouterr()
+    code, out = run_json(capsys, str(golden), NPU)
+    assert code == 1 and set(out["changed"]) == {"data.train_files", "data.val_files"}
+    assert out["changed"]["data.train_files"] == {
+        "a": "/home/user/data/geo3k/train.parquet",
+        "b": "${oc.env:HOME}/data/geo3k/train.parquet",  # shown, never resolved
+    }
 
 
 def test_actor_ref_mismatch_is_called_out(capsys):
@@ -89,9 +96,58 @@ def test_actor_ref_mismatch_is_called_out(capsys):
     assert code == 1 and "!! actor/ref Megatron mismatch in B" in out and "use_remove_padding" in out
 
 
-def test_bad_input_exits_2_and_the_console_script_exists(tmp_path):
-    assert diff_main(["model=hf_model", GPU]) == 2
-    assert diff_main([str(tmp_path / "missing.yaml"), GPU]) == 2
+@pytest.mark.parametrize(
+    ("a", "content", "named"),
+    [
+        ("model=hf_model", None, "model=hf_model"),
+        ("{tmp}/missing.yaml", None, "missing.yaml"),
+        ("{tmp}/empty.yaml", "", "empty"),
+        ("{tmp}/list.yaml", "- a\n- b\n", "mapping"),
+        ("{tmp}/broken.yaml", "a: [1\n", "broken.yaml line 2"),
+        ("{tmp}/binary.yaml", "\x00\x01", "binary"),
+        (
+            "{tmp}/bomb.yaml",
+            "\n".join(
+                ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+                + [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]" for i in range(7)]
+            )
+            + "\n",
+            "alias",
+        ),
+        ("{tmp}/interp.yaml", "a: ${nope}\n", "nope"),
+    ],
+)
+def test_bad_input_exits_2_with_one_message(tmp_path, capsys, a, content, named):
+    a = a.replace("{tmp}", str(tmp_path))
+    if content is not None:
+        Path(a).write_text(content)
+    with pytest.raises(SystemExit) as stop:
+        diff_main([a, GPU])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and named in err and "Traceback" not in err
+
+
+def test_env_reads_are_shown_not_resolved(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "sk-live-0123456789")
+    (tmp_path / "a.yaml").write_text("x: ${oc.env:MY_SERVICE_TOKEN}\ny: ${x}\n")
+    (tmp_path / "b.yaml").write_text("x: 1\ny: 2\n")
+    assert diff_main([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]) == 1
+    out = capsys.readouterr().out
+    assert "${oc.env:MY_SERVICE_TOKEN}" in out and "sk-live" not in out
+
+
+def test_piped_into_head_ends_quietly(tmp_path):
+    run = subprocess.run(
+        f"{sys.executable} -m verl_qwen35.diff 'device=gpu model=35b' 'device=npu model=122b' | head -2",
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert run.stdout.count("\n") == 2 and run.stderr == ""
+
+
+def test_the_console_script_exists():
     run = subprocess.run([sys.executable, "-m", "verl_qwen35.diff", "--help"], capture_output=True, text=True)
     assert run.returncode == 0 and "--ignore" in run.stdout
 

@@ -29,6 +29,7 @@ from verl_qwen35 import __main__ as entrypoint
 from verl_qwen35.compose import compose
 from verl_qwen35.environment import effective_env
 from verl_qwen35.flat import flatten
+from verl_qwen35.launch_record import absolute_checkpoint_dir
 from verl_qwen35.paths import verl_config_dir
 
 from .conftest import REFERENCE_LAYOUTS
@@ -131,6 +132,7 @@ def launch(tmp_path, monkeypatch):
         for name, value in (shell or {}).items():
             monkeypatch.setenv(name, value)
         OmegaConf.resolve(expected)
+        absolute_checkpoint_dir(expected)  # as the entrypoint does, from this working directory
         # What verl's main does to a config before run_ppo, expected as it does it here:
         # auto_set_device may rewrite trainer.device for this host (verl 0.9 without torch_npu
         # falls back to `cuda`, even for device=npu); verl 0.8 also moves the legacy reward keys
@@ -255,12 +257,36 @@ def test_launch_sweep_jobs_get_their_own_ray_env_and_checkpoints(launch, tmp_pat
         assert (tmp_path / "sweep" / job / "verdict.json").is_file()
 
 
-def test_relaunch_from_the_run_directory_sends_the_same_config(launch, tmp_path):
+def test_relaunch_from_another_directory_sends_the_same_config_and_checkpoint(launch, tmp_path, monkeypatch):
     from verl_qwen35.relaunch import main as relaunch
 
     first, _ = launch("model=122b", "device=gpu")
     (saved,) = tmp_path.glob("outputs/*/*/launch.yaml")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
     assert relaunch([str(saved.parent)]) == 0
     assert not ray.is_initialized()
     again = json.loads((tmp_path / "received.json").read_text().splitlines()[-1])
     assert again["config"] == first["config"] and again["ray_node"] != first["ray_node"]
+    checkpoint = again["config"]["trainer"]["default_local_dir"]
+    assert checkpoint == first["config"]["trainer"]["default_local_dir"] and checkpoint.startswith(str(tmp_path) + "/")
+
+
+SECRETS = {
+    "WANDB_API_KEY": "wandb-7c1e0f9a2b3d4e5f",
+    "HF_TOKEN": "hf_QwErTy0123456789",
+    "MY_DB_PASSWORD": "hunter2-xyz",
+}
+
+
+def test_shell_secrets_reach_the_run_but_no_file_or_output(launch, tmp_path, capfd):
+    """Secrets exported in the shell are used by the launch and written nowhere, printed nowhere."""
+    record, _ = launch("model=35b", "device=gpu", shell=SECRETS)
+    assert all(record["environ"][name] == value for name, value in SECRETS.items()), "the run must still get them"
+    said = "".join(capfd.readouterr())
+    written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "received.json"]  # ours, from the worker
+    assert any(p.name == "launch.yaml" for p in written) and any(p.parent.name == ".hydra" for p in written)
+    for value in SECRETS.values():
+        assert value not in said
+        assert not [p for p in written if value.encode() in p.read_bytes()]

@@ -121,4 +121,4 @@ def test_full_dry_run_runs_verls_validate_config(tmp_path):
 
 def test_an_unknown_dry_run_mode_is_refused(tmp_path):
     run = run_entry(tmp_path, "device=gpu", "dry_run=maybe")
-    assert run.returncode == 2 and "ERROR   [dry_run]" in run.stderr
+    assert run.returncode == 2 and "dry_run='maybe': use dry_run=false (launch), true or full" in run.stderr

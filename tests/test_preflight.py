@@ -48,7 +48,6 @@ MISCONFIGURATIONS = [
     ("122b_gpu", ["+megatron.override_transformer_config.moe_grouped_gem=true"], "moe_grouped_gem"),
     ("122b_npu", ["actor_rollout_ref.ref.megatron.use_remove_padding=true"], "ref.megatron"),  # review finding
     ("122b_npu", ["actor_rollout_ref.ref.megatron.vanilla_mbridge=true"], "ref.megatron"),  # review finding
-    ("35b_gpu", ["+env.set.HF_TOKEN=abc"], "env.set.HF_TOKEN"),
     ("122b_npu", ["actor_rollout_ref.rollout.gpu_memory_utilization=1.2"], "gpu_memory_utilization"),
     ("35b_npu", ["actor_rollout_ref.rollout.n=1"], "actor_rollout_ref.rollout.n"),  # GRPO needs a group
     ("35b_gpu", ["megatron.dtype=fp8"], "megatron.dtype"),

@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 
 from tests.test_forwarding import _write_geo3k_stub
 from tests.test_submit_slurm import REPO, STANDINS, free_ports
+from verl_qwen35.launch_record import read_launch_file
 
 # The script's settings block, evaluated by bash; prints one array's elements, one a line.
 SHOW_ARRAY = 'source <(sed -n "/^RUN_DIR=/,/^set -euo pipefail/p" "$1"); printf "%s\\n" "${!2}"'
@@ -52,7 +53,7 @@ def test_dry_run_writes_a_script_bash_accepts_for_the_presets_nodes(tmp_path, mo
     assert '-m verl_qwen35.relaunch "$RUN_DIR"' in text
     assert array(script, "RUN_DIR") == [str(tmp_path / "run")]
     assert array(script, "RAY_DEVICE_ARGS") == device_args
-    launched = OmegaConf.load(tmp_path / "run" / "launch.yaml")  # what the relaunch on the head reads
+    launched = read_launch_file(tmp_path / "run" / "launch.yaml")[0]  # what the relaunch on the head reads
     assert launched.trainer.nnodes == nodes and launched.submit.backend == "slurm"
 
 
@@ -159,7 +160,7 @@ def test_sweep_submits_one_job_per_point_each_with_its_own_run(tmp_path):
     assert run.returncode == 0, run.stderr
     scripts = [line.split("\t")[-1] for line in log.read_text().splitlines()]
     assert scripts == [f"{tmp_path}/sweep/0/job.sbatch", f"{tmp_path}/sweep/1/job.sbatch"]
-    launched = [OmegaConf.load(tmp_path / "sweep" / job / "launch.yaml") for job in ("0", "1")]
+    launched = [read_launch_file(tmp_path / "sweep" / job / "launch.yaml")[0] for job in ("0", "1")]
     assert [c.actor_rollout_ref.actor.megatron.tensor_model_parallel_size for c in launched] == [1, 2]
     assert [c.trainer.default_local_dir for c in launched] == [f"{tmp_path}/sweep/{job}/checkpoints" for job in "01"]
     names = [c.trainer.experiment_name for c in launched]
@@ -171,7 +172,7 @@ def test_sweep_submits_one_job_per_point_each_with_its_own_run(tmp_path):
     assert any(line.startswith("job ") and " job_id " in line for line in run.stdout.splitlines())  # table header
 
 
-def test_ray_job_dry_run_contacts_nothing_and_warns_of_a_relative_checkpoint_dir(tmp_path):
+def test_ray_job_dry_run_contacts_nothing_and_records_an_absolute_checkpoint_dir(tmp_path):
     (port,) = free_ports(1)  # nothing listens there; a dry run must not try
     run = verl_qwen35(
         tmp_path, "submit=ray_job", f"submit.address=http://127.0.0.1:{port}", "dry_run=true", "hydra.run.dir=run"
@@ -182,8 +183,10 @@ def test_ray_job_dry_run_contacts_nothing_and_warns_of_a_relative_checkpoint_dir
         in run.stdout
     )
     assert "ray_job    dry run, not submitted" in run.stdout
-    assert "WARNING [trainer.default_local_dir] checkpoints/" in run.stderr
-    assert OmegaConf.load(tmp_path / "run" / "launch.yaml").submit.backend == "ray_job"
+    launched = read_launch_file(tmp_path / "run" / "launch.yaml")[0]
+    assert launched.submit.backend == "ray_job"
+    # verl's relative default is made absolute at launch (issue #8): the job resumes from the same place.
+    assert launched.trainer.default_local_dir.startswith(f"{tmp_path}/checkpoints/")
 
 
 def test_diff_compares_submit_options_key_by_key(capsys):

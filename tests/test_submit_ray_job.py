@@ -18,10 +18,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 from tests.test_forwarding import _write_geo3k_stub
 from tests.test_submit_slurm import REPO, free_ports, processes_using
+from verl_qwen35.launch_record import read_launch_file
 
 # Token authentication off on both sides, whether or not this machine has ~/.ray/auth_token.
 AUTH = {"RAY_AUTH_MODE": "disabled"}
@@ -129,7 +129,7 @@ def test_job_runs_the_relaunch_on_the_cluster_with_the_device_env(ray_head, tmp_
     info = client.get_job_info(job_id)
     assert info.entrypoint == f"{python} -m verl_qwen35.relaunch ."
     received = json.loads(record.read_text().splitlines()[-1])
-    launched = OmegaConf.load(tmp_path / "run" / "launch.yaml")
+    launched = read_launch_file(tmp_path / "run" / "launch.yaml")[0]
     assert received["config"]["trainer"]["experiment_name"] == launched.trainer.experiment_name
     assert received["environ"]["HCCL_BUFFSIZE"] == "300" and not received["environ"].get("http_proxy")
     ray_init = json.loads(Path(f"{record}.ray_init").read_text())

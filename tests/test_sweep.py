@@ -3,8 +3,10 @@
 import csv
 import json
 import re
+import signal
 import subprocess
 import sys
+import time
 
 
 def sweep(tmp_path, *overrides):
@@ -40,3 +42,58 @@ def test_all_valid_sweep_exits_0_and_jobs_get_their_own_checkpoint_dirs(tmp_path
     dirs = [line.split()[1] for line in run.stdout.splitlines() if line.startswith("checkpoint")]
     assert len(dirs) == 2 and len(set(dirs)) == 2
     assert dirs[0] == f"{tmp_path}/sweep/0/checkpoints"
+
+
+def test_a_job_that_raises_is_recorded_failed_and_the_summary_still_written(tmp_path):
+    run = sweep(tmp_path, "device=gpu", "model=35b", "parallel.tp=1,${nope},2")
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stdout + run.stderr
+    rows = list(csv.DictReader((tmp_path / "sweep" / "summary.csv").open()))
+    assert [(r["status"], r["valid"]) for r in rows] == [("ok", "True"), ("failed", "False"), ("ok", "True")]
+    assert "parallel.tp" in rows[1]["reason"] and "nope" in rows[1]["reason"]
+    assert "sweep: 3 job(s), 2 valid, 0 refused, 1 failed" in run.stdout
+
+
+def test_ctrl_c_writes_the_summary_of_finished_jobs_and_marks_the_rest(tmp_path):
+    command = [sys.executable, "-m", "verl_qwen35", "-m", "device=gpu", "model=35b", "dry_run=true"]
+    job = subprocess.Popen(
+        [*command, "parallel.tp=1,2,4,8", "parallel.ep=1,2,4,8", f"hydra.sweep.dir={tmp_path}/sweep"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not (tmp_path / "sweep" / "2" / "verdict.json").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    job.send_signal(signal.SIGINT)
+    out, err = job.communicate(timeout=120)
+    assert job.returncode == 130, err
+    assert "Traceback" not in out + err and "interrupted" in err
+    rows = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    assert len(rows) == 16
+    statuses = [r["status"] for r in rows]
+    finished = statuses.index("interrupted") if "interrupted" in statuses else statuses.index("not run")
+    assert finished >= 2 and set(statuses[:finished]) <= {"ok", "refused"}  # some layouts do not fit
+    assert set(statuses[finished + 1 :]) <= {"not run"} and statuses[-1] == "not run"
+
+
+def test_a_reused_sweep_dir_reports_only_this_sweeps_jobs(tmp_path):
+    assert sweep(tmp_path, "device=gpu", "model=35b", "parallel.tp=1,2,4").returncode == 0
+    again = sweep(tmp_path, "device=gpu", "model=35b", "parallel.tp=3,8")
+    assert "sweep: 2 job(s), 1 valid, 1 refused" in again.stdout, again.stdout
+    rows = list(csv.DictReader((tmp_path / "sweep" / "summary.csv").open()))
+    assert [r["parallel.tp"] for r in rows] == ["3", "8"]
+
+
+def test_two_sweeps_started_together_share_no_directory_checkpoint_or_run_name(tmp_path):
+    command = [sys.executable, "-m", "verl_qwen35", "-m", "device=gpu", "model=35b", "dry_run=true", "parallel.tp=1,2"]
+    jobs = [subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [job.communicate(timeout=300)[0] for job in jobs]
+    assert [job.returncode for job in jobs] == [0, 0]
+    sweeps = sorted((tmp_path / "multirun").glob("*/*"))
+    assert len(sweeps) == 2
+    checkpoints = [line.split()[1] for out in outs for line in out.splitlines() if line.startswith("checkpoint")]
+    assert len(checkpoints) == 4 and len(set(checkpoints)) == 4
+    names = [json.loads((d / str(n) / "verdict.json").read_text())["sweep_id"] for d in sweeps for n in (0, 1)]
+    assert len(set(names)) == 2

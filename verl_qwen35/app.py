@@ -4,18 +4,22 @@ import sys
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from verl_qwen35.checks import Problem, preflight
 from verl_qwen35.checks.memory import memory_column
 from verl_qwen35.environment import from_shell, job_environment
+from verl_qwen35.errors import UserError, answered, resolve_naming_key
+from verl_qwen35.launch_record import LAUNCH_FILE, absolute_checkpoint_dir, write_launch_file
 from verl_qwen35.plan import plan_lines
+from verl_qwen35.secret_scan import redact
+from verl_qwen35.sections import structure_problems
 from verl_qwen35.submit import SubmitError, submit, submitting
-from verl_qwen35.sweep import in_multirun, job_tag, note_job_id, write_verdict
+from verl_qwen35.sweep import guarded_job, in_multirun, job_tag, note_job_id, write_verdict
 from verl_qwen35.versions import installed_verl_schema
 
 MODES = {False: "launch", True: "dry", "full": "full"}
-LAUNCH_FILE = "launch.yaml"
+__all__ = ["LAUNCH_FILE", "launch_now", "run"]
 
 
 class LaunchRefused(SystemExit):
@@ -30,10 +34,10 @@ def _choices() -> tuple[dict[str, str], str | None]:
 
 
 def mode_of(cfg: DictConfig) -> str:
-    if cfg.dry_run not in MODES:
-        print(f"ERROR   [dry_run] ={cfg.dry_run!r}: use dry_run=false (launch), true or full", file=sys.stderr)
-        raise LaunchRefused(2)
-    return MODES[cfg.dry_run]
+    value = cfg.get("dry_run")
+    if isinstance(value, bool | str) and value in MODES:
+        return MODES[value]
+    raise UserError(f"dry_run={value!r}: use dry_run=false (launch), true or full")
 
 
 def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Problem]:
@@ -76,51 +80,76 @@ def separate_sweep_job(cfg: DictConfig, output_dir: str) -> None:
     cfg.trainer.default_local_dir = str(Path(output_dir) / "checkpoints")
 
 
+# What a derived value (the plan, the memory cell) raises when a value it reads has the wrong type;
+# the preflight has already reported that value as an error.
+UNDEFINED_AFTER_ERRORS = (TypeError, ValueError, ZeroDivisionError, AttributeError, KeyError)
+
+
+def plan_or_why_not(cfg: DictConfig, choices: dict[str, str], output_dir: str | None, refused: bool) -> list[str]:
+    """The plan; after errors, values it would compute with may be of the wrong type, so it may not exist."""
+    if not refused:
+        return plan_lines(cfg, choices, output_dir)
+    try:
+        return plan_lines(cfg, choices, output_dir)
+    except UNDEFINED_AFTER_ERRORS as err:
+        return [f"plan       not computed: the errors above leave it undefined ({type(err).__name__})"]
+
+
+def memory_or_blank(cfg: DictConfig, refused: bool) -> str:
+    if not refused:
+        return memory_column(cfg)
+    try:
+        return memory_column(cfg)
+    except UNDEFINED_AFTER_ERRORS:
+        return ""
+
+
 def run(cfg: DictConfig) -> None:
-    mode = mode_of(cfg)
     choices, output_dir = _choices()
-    OmegaConf.resolve(cfg)
+    if in_multirun() and output_dir:  # nothing a job raises may end the sweep or lose its summary
+        mode = MODES.get(cfg.get("dry_run"), "?") if isinstance(cfg.get("dry_run"), bool | str) else "?"
+        guarded_job(lambda: run_job(cfg, choices, output_dir), output_dir, mode)
+    else:
+        with answered():  # inside the job, so that Hydra adds no "Error executing job" line of its own
+            run_job(cfg, choices, output_dir)
+
+
+def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> None:
+    mode = mode_of(cfg)
+    resolve_naming_key(cfg)
+    if broken := structure_problems(cfg):  # nothing below can read inside a section that is not there
+        report(broken, output_dir, mode)
+        return refused(len(broken))
     if in_multirun() and output_dir:
         separate_sweep_job(cfg, output_dir)
+    absolute_checkpoint_dir(cfg)
     found = problems(cfg, choices, mode)
     errors = [p for p in found if p.level == "error"]
-    if output_dir:
-        write_verdict(output_dir, mode, found, memory_column(cfg))
-    for problem in found:
-        print(problem, file=sys.stderr)
+    report(found, output_dir, mode, memory_or_blank(cfg, bool(errors)))
     if mode != "launch":
-        print("\n".join(plan_lines(cfg, choices, output_dir)))
-        for name, value in from_shell(cfg).items():
-            print(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})")
+        print(redact("\n".join(plan_or_why_not(cfg, choices, output_dir, bool(errors)))))
+        if not errors:
+            for name, value in from_shell(cfg).items():
+                print(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
     if errors:
-        print(f"verdict    REFUSED: {len(errors)} error(s), nothing launched", file=sys.stderr)
-        if in_multirun():
-            return  # the sweep goes on; SweepSummary reports and sets the exit code
-        raise LaunchRefused(2)
+        return refused(len(errors))
     if mode != "launch":
         print(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
     if submitting(cfg):  # Hydra always gives a run its output dir; the cwd only outside Hydra
-        submit_run(cfg, str(Path(output_dir or ".").resolve()), dry=mode != "launch")
+        submit_run(cfg, str(Path(output_dir or ".").resolve()), choices.get("verl_schema"), dry=mode != "launch")
         return
     if mode != "launch":
         return
     if output_dir:
-        write_launch_file(cfg, output_dir)
+        write_launch_file(cfg, output_dir, choices.get("verl_schema"))
         print(f"relaunch   python -m verl_qwen35.relaunch {output_dir}", file=sys.stderr)
     launch_now(cfg)
 
 
-def write_launch_file(cfg: DictConfig, output_dir: str) -> Path:
-    """The run's launch.yaml: what `python -m verl_qwen35.relaunch <run dir>` launches."""
-    path = Path(output_dir) / LAUNCH_FILE
-    path.write_text(OmegaConf.to_yaml(cfg))
-    return path
-
-
-def submit_run(cfg: DictConfig, output_dir: str, dry: bool) -> None:
+def submit_run(cfg: DictConfig, output_dir: str, schema: str | None, dry: bool) -> None:
     """Submit the run directory with its launch.yaml (submit=slurm|ray_job); the job id goes to verdict.json."""
     try:
-        job_id = submit(cfg, Path(output_dir), dry, lambda: write_launch_file(cfg, output_dir))
+        job_id = submit(cfg, Path(output_dir), dry, lambda: write_launch_file(cfg, output_dir, schema))
     except SubmitError as err:
         print(f"ERROR   [submit] {err}", file=sys.stderr)
         raise LaunchRefused(2) from None
@@ -128,8 +157,23 @@ def submit_run(cfg: DictConfig, output_dir: str, dry: bool) -> None:
         note_job_id(output_dir, job_id)
 
 
-def launch_now(cfg: DictConfig) -> None:
+def report(found: list[Problem], output_dir: str | None, mode: str, memory: str = "") -> None:
+    """The verdict file (for sweeps and people) and every problem on stderr."""
+    if output_dir:
+        write_verdict(output_dir, mode, found, memory=memory)
+    for problem in found:
+        print(redact(str(problem)), file=sys.stderr)
+
+
+def refused(errors: int) -> None:
+    print(f"verdict    REFUSED: {errors} error(s), nothing launched", file=sys.stderr)
+    if not in_multirun():
+        raise LaunchRefused(2)
+    # in a sweep the next job runs; SweepSummary reports and sets the exit code
+
+
+def launch_now(cfg: DictConfig, use_shell_env: bool = True) -> None:
     from verl_qwen35.launch import launch
 
-    with job_environment(cfg):
+    with job_environment(cfg, use_shell_env):
         launch(cfg)

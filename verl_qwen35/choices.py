@@ -6,20 +6,24 @@ Hydra unions same-named groups across the search path, so without this guard
 """
 
 import importlib.util
+import itertools
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
 
+from verl_qwen35.cmdline import parse_overrides
+from verl_qwen35.errors import UserError
 from verl_qwen35.paths import conf_dir, verl_config_dir
 from verl_qwen35.versions import installed_verl_schema
 
 OUR_GROUPS = ("device", "model", "parallel", "tuning", "verl_schema", "submit")
+DEFAULT_MODEL = "35b"  # conf/config.yaml's defaults list
+LAYOUT_KEYS = ("tp", "pp", "cp", "ep", "etp", "vpp", "gen_tp", "nnodes", "devices_per_node")
 
 
-class ChoiceError(ValueError):
+class ChoiceError(UserError):
     """A group choice that cannot compose into a Qwen3.5 launch."""
 
 
@@ -36,22 +40,31 @@ def options(group: str, extra_dirs: Iterable[Path] = ()) -> list[str]:
     return sorted(found)
 
 
-def _values(override: Override) -> list[str]:
+def values(override: Override) -> list[str]:
     if override.is_sweep_override():
         return [str(v) for v in override.sweep_iterator()]
     return [str(override.value())]
 
 
-def check_choices(overrides: Sequence[str], extra_dirs: Iterable[Path] = ()) -> None:
-    """Refuse choices of our groups that are not ours, and our options at verl's packages."""
+def _group_choices(overrides: Sequence[Override]) -> dict[str, list[str]]:
+    return {
+        o.key_or_group: values(o)
+        for o in overrides
+        if o.package is None and not o.is_delete() and o.key_or_group in OUR_GROUPS
+    }
+
+
+def check_choices(overrides: Sequence[Override], extra_dirs: Iterable[Path] = ()) -> None:
+    """Refuse choices of our groups that are not ours, our options at verl's packages, and a model
+    whose default layout preset does not exist."""
     extra_dirs = tuple(extra_dirs)
     verl_models = {p.stem for p in (verl_config_dir() / "model").glob("*.yaml")}
-    for override in OverridesParser.create().parse_overrides(list(overrides)):
+    for override in overrides:
         group, package = override.key_or_group, override.package
         if override.is_delete() or group not in OUR_GROUPS:
             continue
         valid = options(group, extra_dirs)
-        for value in _values(override):
+        for value in values(override):
             if package is None and value not in valid:
                 raise ChoiceError(
                     f"{group}={value} is not a {group} of verl_qwen35; choose one of: "
@@ -63,11 +76,28 @@ def check_choices(overrides: Sequence[str], extra_dirs: Iterable[Path] = ()) -> 
                     f"(options: {', '.join(sorted(verl_models))}); pick a Qwen3.5 preset with "
                     f"model=<{'|'.join(valid)}> and set HF model fields as actor_rollout_ref.model.KEY=VALUE"
                 )
+    _check_layout_presets(_group_choices(overrides), extra_dirs)
 
 
-def implicit_overrides(overrides: Sequence[str], announce: bool = True) -> list[str]:
+def _check_layout_presets(chosen: dict[str, list[str]], extra_dirs: tuple[Path, ...]) -> None:
+    """`parallel: ${model}_${device}` needs that file; say which one to add instead of Hydra's search path dump."""
+    if "parallel" in chosen:
+        return
+    layouts = set(options("parallel", extra_dirs))
+    for model, device in itertools.product(chosen.get("model", [DEFAULT_MODEL]), chosen.get("device", ["gpu"])):
+        if f"{model}_{device}" in layouts:
+            continue
+        where = (extra_dirs[0] if extra_dirs else Path("<your --config-dir>")) / "parallel" / f"{model}_{device}.yaml"
+        raise ChoiceError(
+            f"model={model} has no layout preset for device={device}: add {where} "
+            f"with the keys {', '.join(LAYOUT_KEYS)} (like {conf_dir() / 'parallel' / '35b_gpu.yaml'}), "
+            f"or pick an existing layout with parallel=<{'|'.join(sorted(layouts))}>"
+        )
+
+
+def implicit_overrides(overrides: Sequence[Override], announce: bool = True) -> list[Override]:
     """Add `device` (detected) and `verl_schema` (installed verl) when the user gave none."""
-    keys = {o.split("=", 1)[0].lstrip("+~") for o in overrides if "=" in o}
+    keys = {o.key_or_group for o in overrides if o.package is None}
     added = []
     if "device" not in keys:
         device = detect_device()
@@ -77,4 +107,4 @@ def implicit_overrides(overrides: Sequence[str], announce: bool = True) -> list[
             print(f"verl_qwen35: device={device} ({why}); pass device=gpu|npu to choose", file=sys.stderr)
     if "verl_schema" not in keys:
         added.append(f"verl_schema={installed_verl_schema()}")
-    return added + list(overrides)
+    return [*(parse_overrides(added) if added else []), *overrides]

@@ -7,6 +7,7 @@ A and B are each an override set ("device=gpu model=122b") or a YAML file (a run
 import argparse
 import fnmatch
 import json
+import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -17,7 +18,11 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.parity import ACTOR, REF, parity_errors
+from verl_qwen35.errors import answered
 from verl_qwen35.flat import flatten
+from verl_qwen35.yaml_files import load_mapping
+
+_ENV_READ = re.compile(r"\$\{(\s*(?:oc\.env|env)\s*:)")
 
 
 @dataclass
@@ -35,16 +40,30 @@ class Diff:
 
 
 def load(spec: str) -> DictConfig:
-    """An existing .yaml path is loaded (without any `hydra` node); anything else is an override set."""
+    """An existing .yaml path is loaded (with limits, without any `hydra` node); anything else is an override set."""
     if spec.endswith((".yaml", ".yml")) or Path(spec).is_file():
-        cfg = OmegaConf.load(spec)
-        if not isinstance(cfg, DictConfig):
-            raise ValueError(f"{spec}: not a mapping")
-        cfg.pop("hydra", None)
-        return cfg
-    from verl_qwen35.compose import compose
+        data = load_mapping(Path(spec))
+        data.pop("hydra", None)
+        cfg = OmegaConf.create(data)
+    else:
+        from verl_qwen35.compose import compose
 
-    return compose(shlex.split(spec))
+        cfg = compose(shlex.split(spec))
+    return shown_unresolved_env(cfg)
+
+
+def shown_unresolved_env(cfg: DictConfig) -> DictConfig:
+    """The config with every `${oc.env:...}` kept as text: a diff shows where a value comes from and
+    never prints what a variable (a token, a home directory) holds on the reviewer's machine."""
+
+    def escape(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: escape(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [escape(v) for v in value]
+        return _ENV_READ.sub(r"\\${\1", value) if isinstance(value, str) else value
+
+    return OmegaConf.create(escape(OmegaConf.to_container(cfg, resolve=False)))
 
 
 def compare(a: DictConfig, b: DictConfig, ignore: Sequence[str] = ()) -> Diff:
@@ -137,14 +156,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--format", choices=sorted(FORMATS), default="text")
     parser.add_argument("--ignore", action="append", default=[], metavar="GLOB", help="leave out keys matching GLOB")
     args = parser.parse_args(argv)
-    try:
+    with answered("verl-qwen35-diff"):  # composition, YAML and interpolation errors: one message, exit 2
         a, b = load(args.a), load(args.b)
         diff = compare(a, b, args.ignore)
         notes = {side: found for side, cfg in (("A", a), ("B", b)) if (found := mismatches(cfg))}
-    except Exception as err:  # composition, YAML and interpolation errors all end the same way
-        print(f"verl-qwen35-diff: {type(err).__name__}: {err}", file=sys.stderr)
-        return 2
-    print(FORMATS[args.format](diff, (args.a, args.b), notes))
+        print(FORMATS[args.format](diff, (args.a, args.b), notes), flush=True)
     return 1 if diff else 0
 
 

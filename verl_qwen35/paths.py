@@ -1,6 +1,7 @@
 """Where our config and verl's config live, found without importing verl (which imports torch)."""
 
 import importlib.util
+import secrets
 from pathlib import Path
 
 from omegaconf import OmegaConf
@@ -27,7 +28,15 @@ def verl_config_dir() -> Path:
     return path
 
 
+def run_id() -> str:
+    """A short random tag; with the time it names output directories, so that two runs or sweeps
+    started in the same second never share one. Cached per config (and copied to every sweep job)."""
+    return secrets.token_hex(3)
+
+
 def register_resolvers() -> None:
-    """Resolvers our config.yaml uses (hydra.searchpath needs verl's directory)."""
+    """Resolvers our config.yaml uses (hydra.searchpath needs verl's directory; run and sweep dirs a run id)."""
     if not OmegaConf.has_resolver("verl_qwen35.verl_config_dir"):
         OmegaConf.register_new_resolver("verl_qwen35.verl_config_dir", lambda: str(verl_config_dir()))
+    if not OmegaConf.has_resolver("verl_qwen35.run_id"):
+        OmegaConf.register_new_resolver("verl_qwen35.run_id", run_id, use_cache=True)

@@ -1,38 +1,71 @@
 """`python -m verl_qwen35.relaunch RUN_DIR`: launch a run's exact resolved config again.
 
-The run directory's launch.yaml is the resolved config that was launched, so later edits
-to conf/ do not change it; the same checkpoint directory means verl resumes from it.
+The run directory's launch.yaml is the resolved config that was launched, with the
+environment it really used, so later edits to conf/ or another shell do not change it;
+its checkpoint directory is absolute, so verl resumes from it from any working directory.
 """
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
-from verl_qwen35.app import LAUNCH_FILE, launch_now
+from verl_qwen35.app import launch_now
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.machine import launch_problems
+from verl_qwen35.environment import effective_env
+from verl_qwen35.errors import UserError, answered
+from verl_qwen35.launch_record import LAUNCH_FILE, read_launch_file, shared_storage_warning
+from verl_qwen35.sections import structure_problems
+
+PROG = "verl_qwen35.relaunch"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m verl_qwen35.relaunch", description=__doc__.splitlines()[0])
-    parser.add_argument("run_dir", type=Path, help="a launched run's output directory (holds launch.yaml)")
-    args = parser.parse_args(argv)
-    path = args.run_dir / LAUNCH_FILE
+def _launch_file(target: Path) -> Path:
+    path = target / LAUNCH_FILE if target.is_dir() else target
     if not path.is_file():
-        print(f"relaunch: {path} does not exist (only launched runs write it)", file=sys.stderr)
-        return 2
-    cfg = OmegaConf.load(path)
-    assert isinstance(cfg, DictConfig)
-    errors = [p for p in preflight(cfg) if p.level == "error"]
+        raise UserError(f"{path} does not exist (a launched run's output directory holds {LAUNCH_FILE})")
+    return path
+
+
+def relaunch(target: Path) -> int:
+    path = _launch_file(target)
+    cfg, meta = read_launch_file(path)
+    if broken := structure_problems(cfg):  # a hand-edited or cut-off record
+        lacking = ", ".join(p.keys[0] for p in broken)
+        raise UserError(f"{path}: the recorded config lacks {lacking}; launch again to write a whole one")
+    try:
+        errors = [p for p in preflight(cfg) if p.level == "error"]
+    except (ConfigAttributeError, ConfigKeyError) as err:
+        raise UserError(
+            f"{path}: the recorded config lacks {err.full_key}; launch again to write a whole one"
+        ) from None
     errors = errors or [p for p in launch_problems(cfg) if p.level == "error"]
     for problem in errors:
         print(problem, file=sys.stderr)
     if errors:
         return 2
-    launch_now(cfg)
+    for name, value in effective_env(cfg, {}).items():
+        if name in os.environ and os.environ[name] != value and value:
+            print(f"relaunch: {name}: the recorded value is used, not this shell's", file=sys.stderr)
+    missing = [name for name in meta.get("secrets_not_recorded") or [] if name not in os.environ]
+    if missing:
+        print(f"relaunch: not exported here (they were at launch): {', '.join(missing)}", file=sys.stderr)
+    if warning := shared_storage_warning(cfg):
+        print(warning, file=sys.stderr)
+    print(f"relaunch: resuming from {cfg.trainer.default_local_dir}", file=sys.stderr)
+    launch_now(cfg, use_shell_env=False)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path, help=f"a launched run's output directory (or its {LAUNCH_FILE})")
+    args = parser.parse_args(argv)
+    with answered(PROG):
+        return relaunch(args.run_dir)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ from verl_qwen35.checks.problem import Level, Problem, error
 from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problems
 from verl_qwen35.checks.sequences import length_problems, megatron_core_version, packing_problems
 from verl_qwen35.checks.submit import submit_problems
-from verl_qwen35.environment import secret_errors
+from verl_qwen35.environment import env_problems
+from verl_qwen35.secret_scan import ADVICE, config_findings
+from verl_qwen35.sections import structure_problems
 
 __all__ = ["Problem", "preflight"]
 
@@ -27,9 +29,12 @@ def device_of(cfg: DictConfig) -> str:
 
 def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem]:
     """All problems of a resolved config; `machine_missing` is the level of a missing local file."""
+    if broken := structure_problems(cfg):
+        return broken  # nothing else can read inside a section that is not there
     device = device_of(cfg)
     found = parity_errors(cfg) + layout_source_errors(cfg)
-    found += [error(f"env.set.{name}", message) for name, message in secret_errors(cfg)]
+    found += [error(key, message) for key, message in env_problems(cfg)]
+    found += [error(key, f"{why}. Instead, {ADVICE}.") for key, why in config_findings(cfg)]
     layout = Layout.of(cfg)
     otc = cfg.megatron.override_transformer_config
     first_last = (otc.get("num_layers_in_first_pipeline_stage"), otc.get("num_layers_in_last_pipeline_stage"))

@@ -1,0 +1,93 @@
+"""Find secrets wherever a command line or a config could carry them, before anything is written.
+
+Hydra writes `.hydra/overrides.yaml` and `.hydra/config.yaml` before the job runs, so the
+overrides are scanned before Hydra starts; the composed config is scanned again (for values
+that came from --config-dir files or interpolations) before a plan, verdict or launch.yaml.
+A finding names the key and the variable, never the value.
+"""
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from hydra.core.override_parser.types import Override
+from omegaconf import DictConfig, OmegaConf
+
+from verl_qwen35.environment import SECRET_SUFFIXES, looks_secret, name_words, shell_secrets
+from verl_qwen35.errors import UserError
+
+# Mappings whose keys are environment variable names (ours, Ray's runtime_env, Hydra's own env_set).
+ENV_CONTAINERS = ("env.set", "env_vars", "env_set")
+# A config key (not a variable name) holds a secret when it ends like these: `wandb_api_key`,
+# `hf_token`, `password`; `ppo_max_token_len_per_gpu` and `prompt_key` do not.
+_KEY_ENDINGS = ("API KEY", "ACCESS KEY", "SECRET KEY", "PRIVATE KEY", "AUTH KEY")
+_KEY_LAST_WORDS = frozenset(SECRET_SUFFIXES) | {"PASS", "PAT", "AUTH", "APIKEY"}
+_ENV_READ = re.compile(r"\$\{\s*(?:oc\.env|env)\s*:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)")
+ADVICE = (
+    "export it in the shell of every node before `ray start` (Ray workers inherit it there) and keep it "
+    "out of the command line and the config, which are printed and saved with every run"
+)
+
+
+def config_key_looks_secret(key: str) -> bool:
+    words = name_words(key)
+    return bool(words) and (words[-1] in _KEY_LAST_WORDS or " ".join(words[-2:]) in _KEY_ENDINGS)
+
+
+def _in_env_container(path: str) -> bool:
+    parent = path.rsplit(".", 1)[0] if "." in path else ""
+    return any(parent == c or parent.endswith(f".{c}") for c in ENV_CONTAINERS)
+
+
+def findings(path: str, value: Any, shell: Mapping[str, str]) -> Iterator[tuple[str, str]]:
+    """(key, why) for every secret under `path`; `value` is a plain value, dict or list."""
+    if isinstance(value, Mapping):
+        for key, child in value.items():
+            yield from findings(f"{path}.{key}" if path else str(key), child, shell)
+        return
+    if isinstance(value, list | tuple):
+        for child in value:
+            yield from findings(path, child, shell)
+        return
+    name = path.rsplit(".", 1)[-1]
+    if _in_env_container(path) and looks_secret(name):
+        yield path, f"{name} looks like a secret variable"
+    elif isinstance(value, str) and value and config_key_looks_secret(name) and not _ENV_READ.search(value):
+        yield path, f"{name} looks like a key for a secret"
+    if isinstance(value, str):
+        for read in _ENV_READ.findall(value):
+            if looks_secret(read):
+                yield path, f"reads the secret-looking variable {read} (its value would be written resolved)"
+        for var, secret in shell.items():
+            if secret in value:
+                yield path, f"holds the value of your shell's {var}"
+
+
+def _override_value(override: Override) -> Any:
+    if override.is_sweep_override():
+        return [v for v in override.sweep_iterator()]
+    return override.value()
+
+
+def check_overrides(overrides: Sequence[Override]) -> None:
+    """Refuse, before Hydra writes `.hydra/`, an override that puts a secret into the config."""
+    shell = shell_secrets()
+    for override in overrides:
+        if override.is_delete():
+            continue
+        key = override.key_or_group if override.package is None else f"{override.key_or_group}@{override.package}"
+        for where, why in findings(key, _override_value(override), shell):
+            raise UserError(f"{where}: {why}; refused before anything was written. Instead, {ADVICE}.")
+
+
+def config_findings(cfg: DictConfig) -> list[tuple[str, str]]:
+    """Secrets in a composed config (resolved where it can be; env reads are looked at unresolved)."""
+    shell = shell_secrets()
+    return list(findings("", OmegaConf.to_container(cfg, resolve=False), shell))
+
+
+def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """Anything printed or saved, with the values of the shell's secret-looking variables masked."""
+    for name, value in (shell_secrets() if environ is None else shell_secrets(environ)).items():
+        text = text.replace(value, f"<{name} redacted>")
+    return text
