@@ -57,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from verl_qwen35.cli_exit import exit_with
+    from verl_qwen35.errors import answered
 
-    exit_with(main)
+    with answered("python -m verl_qwen35.doctor"):  # `| head` ends quietly
+        code = main()
+        sys.stdout.flush()
+    sys.exit(code)

@@ -26,6 +26,7 @@ from omegaconf import DictConfig
 
 from verl_qwen35.checks.layout import Layout
 
+PROG = "python -m verl_qwen35.estimate"
 GIB = 2**30
 BF16 = 2
 FP32 = 4
@@ -686,26 +687,31 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m verl_qwen35.estimate device=npu model=122b [--format json]`: exit 0 when it fits, 2 when not."""
     import argparse
 
-    from omegaconf import OmegaConf
+    from verl_qwen35.errors import answered
 
-    from verl_qwen35.checks.memory import estimable, memory_problems
-    from verl_qwen35.compose import compose
-
-    parser = argparse.ArgumentParser(prog="python -m verl_qwen35.estimate", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog=PROG, description=main.__doc__)
     parser.add_argument("overrides", nargs="*", help="the same overrides as python -m verl_qwen35")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     args = parser.parse_args(argv)
-    try:
-        cfg = compose(args.overrides)
-        OmegaConf.resolve(cfg)
-    except Exception as err:  # composition and interpolation errors end the same way as in the entrypoint
-        print(f"verl_qwen35.estimate: {type(err).__name__}: {err}", file=sys.stderr)
-        return 2
+    # The entrypoint's answers: Hydra/OmegaConf/YAML mistakes and refusals exit 2, `| head` ends quietly.
+    with answered(PROG):
+        code = _report(args.overrides, args.format)
+        sys.stdout.flush()  # a closed pipe shows here, inside `answered`, not at interpreter exit
+    return code
+
+
+def _report(overrides: list[str], fmt: str) -> int:
+    from verl_qwen35.checks.memory import estimable, memory_problems
+    from verl_qwen35.compose import compose
+    from verl_qwen35.errors import resolve_naming_key
+
+    cfg = compose(overrides)
+    resolve_naming_key(cfg)
     try:
         read_inputs(cfg)
     except InputError as err:
         print(f"ERROR   [{err.key}] {err}", file=sys.stderr)
-        print("verl_qwen35.estimate: no estimate until that value is fixed", file=sys.stderr)
+        print(f"{PROG}: no estimate until that value is fixed", file=sys.stderr)
         return 2
     if not estimable(cfg):
         from verl_qwen35.checks.layout import layout_problems, positive_problems
@@ -714,10 +720,10 @@ def main(argv: list[str] | None = None) -> int:
         found = positive_problems(layout) or layout_problems(layout, cfg.model, str(cfg.trainer.get("device", "gpu")))
         for problem in found:
             print(problem, file=sys.stderr)
-        print("verl_qwen35.estimate: no estimate for this layout; fix the parallel.* values above", file=sys.stderr)
+        print(f"{PROG}: no estimate for this layout; fix the parallel.* values above", file=sys.stderr)
         return 2
     e = estimate(cfg)
-    if args.format == "json":
+    if fmt == "json":
         print(json.dumps(e.as_dict(), indent=2))
     else:
         print(_text(e, cfg))
@@ -727,6 +733,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from verl_qwen35.cli_exit import exit_with
-
-    exit_with(main)
+    sys.exit(main())

@@ -27,6 +27,7 @@ from verl_qwen35.checks import device_of
 from verl_qwen35.checks.layout import Layout, positive_problems
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.compose import compose
+from verl_qwen35.errors import UserError, answered, resolve_naming_key
 from verl_qwen35.estimate import InputError, read_inputs
 from verl_qwen35.layout_search import ROLLOUT, TRAINING, Candidate, Search, judge, search, verify
 
@@ -37,8 +38,8 @@ LAYOUT_KEYS = {f"parallel.{name}" for name in (*TRAINING, *ROLLOUT)}
 MAX_DEVICES = 8192
 
 
-class UsageError(Exception):
-    """A mistake in the command line: one message, exit 2."""
+class UsageError(UserError):
+    """A mistake in the command line: one message, exit 2 (errors.answered prints it)."""
 
 
 def overrides_of(lo: Layout) -> list[str]:
@@ -159,12 +160,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def _compose(overrides: list[str]) -> tuple[DictConfig, DictConfig, Layout]:
     """(composed, resolved copy, its own layout), or a UsageError naming what to fix."""
-    try:
-        cfg = compose(overrides)
-        resolved = cfg.copy()
-        OmegaConf.resolve(resolved)
-    except Exception as err:  # Hydra's and OmegaConf's own messages name the override or key
-        raise UsageError(f"{type(err).__name__}: {err}") from err
+    cfg = compose(overrides)  # Hydra's and OmegaConf's errors: errors.answered names the override or key
+    resolved = cfg.copy()
+    resolve_naming_key(resolved)
     own = Layout.of(resolved)
     for name in ("nnodes", "devices_per_node"):
         value = getattr(own, name)
@@ -293,14 +291,11 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    try:
-        return run(args)
-    except UsageError as err:
-        print(f"{PROG}: {err}", file=sys.stderr)
-        return 2
+    with answered(PROG):  # the entrypoint's answers: one message and exit 2, `| head` ends quietly
+        code = run(args)
+        sys.stdout.flush()
+    return code
 
 
 if __name__ == "__main__":
-    from verl_qwen35.cli_exit import exit_with
-
-    exit_with(main)
+    sys.exit(main())

@@ -15,10 +15,9 @@ import shlex
 from typing import Any
 from urllib.parse import urlsplit
 
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig
 
 from verl_qwen35.checks.problem import Problem, error
-from verl_qwen35.environment import _SECRET  # the same names the env.set check refuses
 
 BACKENDS = ("none", "slurm", "ray_job")  # the options of conf/submit/
 # Slurm's --time formats (sbatch(1)): minutes, minutes:seconds, hours:minutes:seconds,
@@ -27,42 +26,6 @@ _SLURM_TIME = re.compile(r"^(\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2}|UNLIMITED
 # A value that goes into an `#SBATCH` line or a `--container-*` option as one word.
 _WORD = re.compile(r"^[^\s'\"\\`$;|&<>#]+$")
 _INTERFACE = re.compile(r"^[A-Za-z0-9_.:@-]+$")
-# NAME=value inside a shell line, an sbatch option (--export=ALL,NAME=value) or a command.
-# Zero-width, so `--env=API_KEY=x` yields both `env` and `API_KEY`.
-_ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_])(?=([A-Za-z_][A-Za-z0-9_]*)=([^\s,;'\"]*))")
-# Names of a path or a file (HF_TOKEN_PATH, *_FILE, *_DIR) hold no secret themselves.
-_PATH_NAME = re.compile(r"_(PATH|FILE|DIR)$", re.IGNORECASE)
-# Keys whose text is written into job.sbatch or launch.yaml as is.
-_WRITTEN = ("python", "setup", "sbatch", "container", "mounts", "ray.head_args", "ray.worker_args", "address")
-
-
-def _secret_problems(s: DictConfig) -> list[Problem]:
-    """A secret's value in a submit.* value would be saved in job.sbatch and launch.yaml with the run."""
-    found = []
-    for name in _WRITTEN:
-        value = OmegaConf.select(s, name)
-        items = list(value) if isinstance(value, list | ListConfig) else [value]
-        for i, item in enumerate(items):
-            key = f"submit.{name}" + (f"[{i}]" if isinstance(value, list | ListConfig) else "")
-            text = str(item) if item is not None else ""
-            secret = [
-                m.group(1)
-                for m in _ASSIGNMENT.finditer(text)
-                if _SECRET.search(m.group(1)) and not _PATH_NAME.search(m.group(1)) and m.group(2)
-            ]
-            secret = [n for n in secret if not re.search(rf"{n}=\$", text)]  # NAME=$NAME is a reference: fine
-            if name == "address" and "@" in urlsplit(text).netloc:
-                secret.append("the user:password of the URL")
-            if secret:
-                found.append(
-                    error(
-                        key,
-                        f"{key} holds a value for {', '.join(secret)}, which looks like a secret; it would be saved "
-                        "with the run (job.sbatch, launch.yaml). Export it in the shell that submits (Slurm and "
-                        "Ray pass your environment on) or write $NAME to refer to it",
-                    )
-                )
-    return found
 
 
 def _text(key: str, value: Any, found: list[Problem], optional: bool = True, word: bool = True) -> None:
@@ -188,7 +151,7 @@ def submit_problems(cfg: DictConfig) -> list[Problem]:
         return [error("submit.backend", f"submit.backend={backend!r}: use submit=slurm, submit=ray_job or submit=none")]
     if backend == "none":
         return []
-    found: list[Problem] = _secret_problems(s)
+    found: list[Problem] = []  # secrets in these values: secret_scan, before Hydra writes anything
     _python(s, found)
     if backend == "slurm":
         _slurm(s, found)
