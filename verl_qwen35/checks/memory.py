@@ -166,10 +166,10 @@ def memory_lines(cfg: DictConfig) -> list[str]:
     """A few plan lines: parameters, the two device phases, host memory."""
     e = estimate_of(cfg)
     if e is None:
-        why = (
-            "; ".join(str(p) for p in input_problems(cfg))
-            or "the layout does not split evenly or hardware.* is missing"
-        )
+        if not applies(cfg):
+            why = "this config has no hardware.* capacities or model.num_layers"
+        else:
+            why = "; ".join(str(p) for p in input_problems(cfg)) or "the parallel.* layout does not split evenly"
         return [f"memory     (no estimate: {why})"]
     t, r = e.train_breakdown, e.rollout_breakdown
     s = cfg.data.max_prompt_length + cfg.data.max_response_length
