@@ -362,3 +362,36 @@ def test_output_into_a_closed_pipe_ends_quietly(argv, tmp_path):
         code = proc.wait()
     assert "Traceback" not in err and "BrokenPipeError" not in err
     assert code in (0, 2, 141)
+
+
+def _own_model(tmp_path: Path, drop: str | None) -> Path:
+    """A --config-dir with model/mine.yaml (the 35B facts, minus `drop`) and its parallel/mine_gpu.yaml."""
+    conf = Path(__file__).parents[1] / "conf"
+    (tmp_path / "model").mkdir()
+    (tmp_path / "parallel").mkdir()
+    text = (conf / "model" / "35b.yaml").read_text()
+    if drop:
+        text = "\n".join(line for line in text.splitlines() if not line.startswith(f"  {drop}:"))
+    (tmp_path / "model" / "mine.yaml").write_text(text)
+    (tmp_path / "parallel" / "mine_gpu.yaml").write_text((conf / "parallel" / "35b_gpu.yaml").read_text())
+    return tmp_path
+
+
+@pytest.mark.parametrize("main", [estimate_cli.main, layouts.main])
+def test_config_dir_model_without_a_fact_the_estimate_needs_is_named(main, tmp_path, capsys):
+    own = _own_model(tmp_path, drop="hidden_size")
+    code, out = run_main(main, ["--config-dir", str(own), "device=gpu", "model=mine"], capsys)
+    assert code == 2 and "model.hidden_size is missing" in out and "model/<name>.yaml" in out
+    assert "Traceback" not in out
+
+
+@pytest.mark.parametrize("main", [estimate_cli.main, layouts.main])
+def test_config_dir_model_with_every_fact_is_estimated(main, tmp_path, capsys):
+    code, out = run_main(main, ["--config-dir", str(_own_model(tmp_path, None)), "device=gpu", "model=mine"], capsys)
+    assert code == 0, out
+
+
+@pytest.mark.parametrize("main", [estimate_cli.main, layouts.main])
+def test_config_dir_that_does_not_exist_is_named(main, tmp_path, capsys):
+    code, out = run_main(main, ["--config-dir", str(tmp_path / "nope"), *GPU35], capsys)
+    assert code == 2 and f"--config-dir {tmp_path / 'nope'}: no such directory" in out and "Traceback" not in out

@@ -20,6 +20,7 @@ import math
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
@@ -692,20 +693,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=main.__doc__)
     parser.add_argument("overrides", nargs="*", help="the same overrides as python -m verl_qwen35")
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--config-dir", "-cd", type=Path, help="a directory of your own config groups, as for the entrypoint"
+    )
+    args = parser.parse_intermixed_args(argv)
     # The entrypoint's answers: Hydra/OmegaConf/YAML mistakes and refusals exit 2, `| head` ends quietly.
     with answered(PROG):
-        code = _report(args.overrides, args.format)
+        code = _report(args.overrides, args.format, [args.config_dir] if args.config_dir else [])
         sys.stdout.flush()  # a closed pipe shows here, inside `answered`, not at interpreter exit
     return code
 
 
-def _report(overrides: list[str], fmt: str) -> int:
+def _report(overrides: list[str], fmt: str, config_dirs: list[Path]) -> int:
     from verl_qwen35.checks.memory import estimable, memory_problems
     from verl_qwen35.compose import compose
     from verl_qwen35.errors import resolve_naming_key
 
-    cfg = compose(overrides)
+    cfg = compose(overrides, config_dirs=config_dirs)
     resolve_naming_key(cfg)
     try:
         read_inputs(cfg)

@@ -15,6 +15,7 @@ usage error.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -152,15 +153,20 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--top", type=int, default=10, help="how many layouts to list (0: every one that fits)")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--sweep", type=Path, metavar="DIR", help="write the listed layouts to DIR and sweep them")
+    parser.add_argument(
+        "--config-dir", "-cd", type=Path, help="a directory of your own config groups, as for the entrypoint"
+    )
     args = parser.parse_intermixed_args(argv)
     if args.top < 0:
         parser.error("--top must be >= 0")
     return args
 
 
-def _compose(overrides: list[str]) -> tuple[DictConfig, DictConfig, Layout]:
+def _compose(overrides: list[str], config_dirs: list[Path]) -> tuple[DictConfig, DictConfig, Layout]:
     """(composed, resolved copy, its own layout), or a UsageError naming what to fix."""
-    cfg = compose(overrides)  # Hydra's and OmegaConf's errors: errors.answered names the override or key
+    cfg = compose(
+        overrides, config_dirs=config_dirs
+    )  # Hydra's and OmegaConf's errors: errors.answered names the override or key
     resolved = cfg.copy()
     resolve_naming_key(resolved)
     own = Layout.of(resolved)
@@ -256,7 +262,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if args.sweep is not None:
         _writable_dir(args.sweep)
-    cfg, resolved, own = _compose(args.overrides)
+    config_dirs = [args.config_dir] if args.config_dir else []
+    cfg, resolved, own = _compose(args.overrides, config_dirs)
     found = search(resolved, device_of(resolved), top=args.top + 5 if args.top else 0)
     listed, refusal = _verified(cfg, found, args.top)
     if refusal and not listed:
@@ -277,10 +284,13 @@ def run(args: argparse.Namespace) -> int:
         return _nothing_fits(resolved, own, found)
     if args.sweep is None:
         if args.format == "table":
-            line = " ".join([PROG, *args.overrides, f"--top {len(listed)}", "--sweep DIR"])
+            own_dir = [f"--config-dir {args.config_dir}"] if args.config_dir else []
+            line = " ".join([PROG, *own_dir, *args.overrides, f"--top {len(listed)}", "--sweep DIR"])
             print(f"sweep:   {line}  (writes DIR/parallel/*.yaml, runs them as one multirun)")
         return 0
     try:
+        for own_dir in config_dirs:  # one --config-dir for the multirun: the user's groups join the layouts
+            shutil.copytree(own_dir, args.sweep, dirs_exist_ok=True)
         names = write_sweep(args.sweep, rows, cfg)
     except OSError as err:
         raise UsageError(f"--sweep {args.sweep}: cannot write the layouts ({err.strerror}: {err.filename})") from None
