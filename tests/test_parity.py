@@ -2,7 +2,7 @@
 
 import pytest
 
-from verl_qwen35.checks.parity import ACTOR, REF, parity_errors, patch_sources
+from verl_qwen35.checks.parity import ACTOR, ONE_SIDED, REF, parity_errors, patch_sources, plain
 from verl_qwen35.compose import compose
 
 
@@ -52,3 +52,50 @@ def test_both_sides_overridden_alike_still_points_at_the_patch():
     cfg = compose(["model=35b", "device=gpu", f"{ACTOR}.dtype=float16", f"{REF}.dtype=float16"])
     (error,) = parity_errors(cfg)
     assert "megatron.dtype='bfloat16'" in error.message
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        f"{REF}.seed=7",
+        f"{ACTOR}.sequence_parallel=false",
+        f"{REF}.use_distributed_optimizer=false",
+        f"+{ACTOR}.override_ddp_config.grad_reduce_in_fp32=true",
+        f"{REF}.use_dist_checkpointing=true",
+        f"{ACTOR}.router_replay.mode=R2",
+    ],
+)
+def test_keys_outside_the_patch_are_compared_too(override):
+    cfg = compose(["model=35b", "device=npu", override])
+    errors = parity_errors(cfg)
+    path = override.lstrip("+").split("=")[0].split(".megatron.")[1]
+    assert [e.keys for e in errors] == [(f"{ACTOR}.{path}", f"{REF}.{path}")], [str(e) for e in errors]
+    top = path.split(".")[0]
+    assert f"megatron.{top}=" in errors[0].message  # the one place to set it
+
+
+@pytest.mark.parametrize(
+    ("override", "key", "value"),
+    [
+        ("+megatron.seed=7", "seed", 7),
+        ("+megatron.sequence_parallel=false", "sequence_parallel", False),
+        (
+            "+megatron.override_ddp_config={grad_reduce_in_fp32: true}",
+            "override_ddp_config",
+            {"grad_reduce_in_fp32": True},
+        ),
+        ("+megatron.use_dist_checkpointing=true", "use_dist_checkpointing", True),
+    ],
+)
+def test_a_new_patch_key_reaches_both_sides(override, key, value):
+    cfg = compose(["model=122b", "device=gpu", override])
+    assert parity_errors(cfg) == []
+    for side in (cfg.actor_rollout_ref.actor.megatron, cfg.actor_rollout_ref.ref.megatron):
+        assert plain(side[key]) == value
+
+
+def test_verl_one_sided_keys_are_listed_and_differ_only_there():
+    cfg = compose(["model=35b", "device=gpu"])
+    assert cfg.actor_rollout_ref.actor.megatron.forward_only is False
+    assert cfg.actor_rollout_ref.ref.megatron.forward_only is True
+    assert set(ONE_SIDED) == {"forward_only"}

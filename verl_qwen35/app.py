@@ -6,8 +6,9 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from verl_qwen35.checks import Problem, preflight
+from verl_qwen35.checks import Problem, device_of, preflight
 from verl_qwen35.checks.memory import memory_column
+from verl_qwen35.checks.parity import link_patch
 from verl_qwen35.environment import from_shell, job_environment
 from verl_qwen35.errors import UserError, answered, resolve_naming_key
 from verl_qwen35.launch_record import LAUNCH_FILE, absolute_checkpoint_dir, write_launch_file
@@ -54,24 +55,17 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
                 ),
             )
         )
-    if mode == "full" and not [p for p in found if p.level == "error"]:
-        found += _verl_problems(cfg)
-    # A submitted run gets these on the cluster, in its relaunch: this host is not where it runs.
+    # A submitted run gets the real validators and the machine checks on the cluster, in its relaunch.
+    here = mode == "full" or (mode == "launch" and not submitting(cfg))
+    if here and not [p for p in found if p.level == "error"]:
+        from verl_qwen35.validators import real_problems  # imports torch, megatron-core and verl
+
+        found += real_problems(cfg, device_of(cfg))
     if mode == "launch" and not submitting(cfg) and not [p for p in found if p.level == "error"]:
         from verl_qwen35.checks.machine import launch_problems  # launch path only: keeps dry runs lean
 
         found += launch_problems(cfg)  # the stack and the cluster's devices, before verl starts Ray
     return found
-
-
-def _verl_problems(cfg: DictConfig) -> list[Problem]:
-    from verl_qwen35.verl_check import verl_validate
-
-    try:
-        verl_validate(cfg)
-    except Exception as err:  # verl raises AssertionError, ValueError, TypeError, ...
-        return [Problem("error", ("verl",), f"verl's own checks refused this config: {type(err).__name__}: {err}")]
-    return []
 
 
 def separate_sweep_job(cfg: DictConfig, output_dir: str) -> None:
@@ -116,6 +110,7 @@ def run(cfg: DictConfig) -> None:
 
 def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> None:
     mode = mode_of(cfg)
+    link_patch(cfg)  # before resolution: `megatron.<any key>` reaches actor and ref
     resolve_naming_key(cfg)
     if broken := structure_problems(cfg):  # nothing below can read inside a section that is not there
         report(broken, output_dir, mode)

@@ -7,6 +7,7 @@ from hydra import compose as hydra_compose
 from hydra import initialize_config_dir
 from omegaconf import DictConfig
 
+from verl_qwen35.checks.parity import link_patch
 from verl_qwen35.choices import check_choices, implicit_overrides
 from verl_qwen35.cmdline import parse_overrides
 from verl_qwen35.paths import conf_dir, verl_config_dir
@@ -30,4 +31,6 @@ def compose(overrides: Sequence[str] = (), announce: bool = False, config_dirs: 
         paths = [f"cachedfile://{verl_config_dir()}", *(f"file://{d.resolve()}" for d in dirs)]
         lines.append(f"hydra.searchpath=[{','.join(paths)}]")
     with initialize_config_dir(str(conf_dir()), version_base=None, job_name="verl_qwen35"):
-        return hydra_compose("config", overrides=lines)
+        cfg = hydra_compose("config", overrides=lines)
+    link_patch(cfg)  # `megatron.<any key>` reaches actor and ref, as in the entrypoint
+    return cfg

@@ -4,10 +4,12 @@ from omegaconf import DictConfig
 
 from verl_qwen35.checks.layout import Layout, layers_per_stage
 from verl_qwen35.checks.memory import memory_lines
+from verl_qwen35.checks.pipeline import Split
 
 
 def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> list[str]:
     lo, m = Layout.of(cfg), cfg.model
+    split = Split.of(cfg.megatron.override_transformer_config)
     prompts, mini = cfg.data.train_batch_size, cfg.actor_rollout_ref.actor.ppo_mini_batch_size
     unset = cfg.env.unset
     rollout = cfg.actor_rollout_ref.rollout
@@ -18,7 +20,7 @@ def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None)
         f"device     {cfg.trainer.device} ({choices.get('device', '?')}), preset {choices.get('parallel', '?')}",
         f"world      {lo.nnodes} node(s) x {lo.devices_per_node} = {lo.world} devices",
         f"training   {layout}",
-        f"           DP {lo.dp}, expert-DP {lo.expert_dp}, layers per pipeline stage {layers_per_stage(lo, m)}",
+        f"           DP {lo.dp}, expert-DP {lo.expert_dp}, layers per pipeline stage {layers_per_stage(lo, m, split)}",
         f"rollout    {rollout.name} tp={lo.gen_tp}: {lo.world // replica if replica else '?'} replica(s)",
         f"step       {prompts} prompts x n={rollout.n} = {prompts * rollout.n} sequences, mini-batch {mini}",
         *memory_lines(cfg),

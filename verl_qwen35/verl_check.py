@@ -1,4 +1,4 @@
-"""`dry_run=full`: verl's own validate_config and its actor/ref/rollout dataclasses (imports verl)."""
+"""The ref config as verl's engine worker builds it, for verl's own dataclass checks (`verl_qwen35/validators.py`)."""
 
 import copy
 
@@ -21,15 +21,3 @@ def ref_as_verl_builds_it(cfg: DictConfig) -> DictConfig:
         for old, new in REF_RENAMES.items():
             ref[new] = ref.pop(old, None)
     return ref
-
-
-def verl_validate(cfg: DictConfig) -> None:
-    """Raise what verl would raise on this config before any worker starts."""
-    from verl.trainer.ppo.utils import need_critic, need_reference_policy
-    from verl.utils.config import omega_conf_to_dataclass, validate_config
-
-    validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
-    omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)
-    omega_conf_to_dataclass(ref_as_verl_builds_it(cfg))
-    omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)
-    print("verl       validate_config and actor/ref/rollout dataclasses: OK")

@@ -1,30 +1,56 @@
 """Preflight: every check is a pure function of the resolved config (and, for files, of this machine)."""
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.batches import batch_problems, uses_reference
 from verl_qwen35.checks.files import data_problems, model_path_problems
 from verl_qwen35.checks.layout import Layout, layout_problems, positive_problems, sequence_parallel_problems
 from verl_qwen35.checks.megatron_keys import (
+    field_spec,
+    installed_mcore,
+    override_ddp_problems,
     override_key_problems,
     patch_value_problems,
     transformer_config_fields,
 )
 from verl_qwen35.checks.memory import memory_problems
-from verl_qwen35.checks.parity import layout_source_errors, parity_errors
+from verl_qwen35.checks.parity import layout_source_errors, parity_errors, unknown_patch_errors
+from verl_qwen35.checks.pipeline import Split
 from verl_qwen35.checks.problem import Level, Problem, error
-from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problems
+from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problems, weights_problems
 from verl_qwen35.checks.sequences import length_problems, megatron_core_version, packing_problems
 from verl_qwen35.checks.submit import submit_problems
+from verl_qwen35.checks.transformer import (
+    mtp_layers_built,
+    mtp_problems,
+    transformer_problems,
+    type_problems,
+)
+from verl_qwen35.checks.values import value_problems
+from verl_qwen35.checks.verl_settings import verl_setting_problems
 from verl_qwen35.environment import env_problems
 from verl_qwen35.secret_scan import ADVICE, config_findings
 from verl_qwen35.sections import structure_problems
 
-__all__ = ["Problem", "preflight"]
+__all__ = ["Problem", "preflight", "transformer_config_fields", "error"]
 
 
 def device_of(cfg: DictConfig) -> str:
     return "npu" if cfg.trainer.device == "npu" else "gpu"
+
+
+def override_dict(cfg: DictConfig) -> dict:
+    """The resolved override_transformer_config as plain Python values."""
+    return OmegaConf.to_container(cfg.megatron.override_transformer_config, resolve=True)
+
+
+def bad_value_problems(cfg: DictConfig, otc: dict | None = None) -> list[Problem]:
+    """Numbers that are not integers of the right sign and override values of the wrong type or enum,
+    one message per key; nothing else (the plan, the estimate, the rules) can compute with them."""
+    found = value_problems(cfg)
+    named = {k for p in found for k in p.keys}
+    otc = override_dict(cfg) if otc is None else otc
+    return found + [p for p in type_problems(otc, field_spec()) if not named & set(p.keys)]
 
 
 def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem]:
@@ -32,18 +58,35 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     if broken := structure_problems(cfg):
         return broken  # nothing else can read inside a section that is not there
     device = device_of(cfg)
-    found = parity_errors(cfg) + layout_source_errors(cfg)
+    found = parity_errors(cfg) + unknown_patch_errors(cfg) + layout_source_errors(cfg)
     found += [error(key, message) for key, message in env_problems(cfg)]
     found += [error(key, f"{why}. Instead, {ADVICE}.") for key, why in config_findings(cfg)]
+    otc = override_dict(cfg)
+    if bad_values := bad_value_problems(cfg, otc):
+        return found + bad_values  # the rules below compute with these values
     layout = Layout.of(cfg)
-    otc = cfg.megatron.override_transformer_config
-    first_last = (otc.get("num_layers_in_first_pipeline_stage"), otc.get("num_layers_in_last_pipeline_stage"))
     if not_positive := positive_problems(layout):
         return found + not_positive  # nothing else can be computed from such a layout
-    found += layout_problems(layout, cfg.model, device, first_last)
+    mcore = installed_mcore()
+    mtp_enabled = bool(OmegaConf.select(cfg, "actor_rollout_ref.model.mtp.enable", default=False))
+    model_mtp = cfg.model.get("mtp_num_layers", 0) or 0
+    mtp = mtp_layers_built(otc, mtp_enabled, model_mtp)
+    found += layout_problems(layout, cfg.model, device, split=Split.of(otc), mcore=mcore, mtp=mtp)
     found += sequence_parallel_problems(cfg, layout)
+    found += transformer_problems(
+        otc,
+        cfg.model,
+        layout,
+        sequence_parallel=bool(cfg.actor_rollout_ref.actor.megatron.get("sequence_parallel")),
+        dtype=cfg.megatron.dtype,
+        mtp_layers=mtp,
+        check_split=False,  # layout_problems judged the split
+    )
+    found += mtp_problems(otc, mtp_enabled, model_mtp, cfg.model.name)
     found += rollout_problems(layout, cfg.model, cfg.actor_rollout_ref.rollout.name)
     found += rollout_setting_problems(cfg)
+    found += weights_problems(cfg)
+    found += verl_setting_problems(cfg)
     if layout.world % (layout.tp * layout.pp * layout.cp) == 0:  # else DP is undefined
         found += batch_problems(cfg, layout, uses_reference(cfg))
     found += packing_problems(cfg, megatron_core_version())
@@ -51,6 +94,7 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     found += memory_problems(cfg)
     found += patch_value_problems(cfg)
     found += override_key_problems(cfg, device, transformer_config_fields())
+    found += override_ddp_problems(cfg)
     found += data_problems(cfg, machine_missing)
     found += model_path_problems(cfg, machine_missing)
     found += submit_problems(cfg)  # before anything is written or submitted

@@ -1,16 +1,57 @@
-"""Batch arithmetic verl asserts deep inside its workers, checked up front."""
+"""Batch arithmetic verl asserts deep inside its workers, checked up front.
+
+Upstream (verl 0.9.1 unless noted):
+- `verl/utils/config.py` `validate_config`: train_batch_size * n divisible by DP * ppo_micro_batch_size_per_gpu;
+- `verl/workers/config/actor.py` `ActorConfig.validate`: train_batch_size >= ppo_mini_batch_size;
+- `verl/workers/engine_workers.py` `train_mini_batch`: mini-batch sequences divisible by DP;
+- `verl/workers/engine/utils.py` `prepare_micro_batches`: each DP rank's share divisible by the micro-batch
+  (training micro-batch, and the log-prob micro-batches of actor/rollout and ref);
+- megatron-core 0.16.1 `pipeline_parallel/schedules.py` `forward_backward_pipelining_with_interleaving`:
+  with VPP, PP <= microbatch_group_size_per_vp_stage (default PP) <= micro-batches, and the last group
+  either full or at least PP micro-batches.
+"""
 
 from omegaconf import DictConfig
 
-from verl_qwen35.checks.layout import Layout
+from verl_qwen35.checks.layout import KEYS, Layout
 from verl_qwen35.checks.problem import Problem, error
 
 ACTOR = "actor_rollout_ref.actor"
+GROUP = "megatron.override_transformer_config.microbatch_group_size_per_vp_stage"
+
+
+def interleaving_problem(micro_batches: int, pp: int, group: int | None) -> str | None:
+    """Why megatron's interleaved schedule refuses this many micro-batches, or None."""
+    group = pp if group is None else group
+    if group > micro_batches or group < pp:
+        return (
+            f"{micro_batches} micro-batch(es) per step with microbatch_group_size_per_vp_stage={group}: "
+            f"the interleaved (VPP) schedule needs pp={pp} <= group <= micro-batches"
+        )
+    rest = micro_batches % group
+    if 0 < rest < pp:
+        return (
+            f"{micro_batches} micro-batches leave a last group of {rest} < pp={pp} "
+            f"(microbatch_group_size_per_vp_stage={group}); use a multiple of {group} micro-batches"
+        )
+    return None
+
+
+def share_problems(
+    sequences: int, dp: int, micro: int, pp: int, vpp: int | None, group: int | None
+) -> tuple[str | None, str | None]:
+    """(why `sequences` do not split over DP ranks into micro-batches, why VPP refuses the count)."""
+    if sequences % (dp * micro):
+        return f"{sequences} sequences do not split into DP={dp} ranks x micro-batches of {micro}", None
+    if vpp is None:
+        return None, None
+    return None, interleaving_problem(sequences // (dp * micro), pp, group)
 
 
 def batch_problems(cfg: DictConfig, lo: Layout, uses_ref: bool) -> list[Problem]:
     actor, rollout = cfg.actor_rollout_ref.actor, cfg.actor_rollout_ref.rollout
     train, mini, n = cfg.data.train_batch_size, actor.ppo_mini_batch_size, rollout.n
+    group = cfg.megatron.override_transformer_config.get("microbatch_group_size_per_vp_stage")
     found = []
     if train < mini:
         found.append(
@@ -20,41 +61,54 @@ def batch_problems(cfg: DictConfig, lo: Layout, uses_ref: bool) -> list[Problem]
                 f"lower the mini batch to at most {train}",
             )
         )
-    if not actor.use_dynamic_bsz:
-        micro = actor.ppo_micro_batch_size_per_gpu
-        minimal = lo.dp * micro if lo.dp and micro else 0
-        if minimal and (train * n) % minimal:
+    if actor.use_dynamic_bsz:
+        return found
+    micro = actor.ppo_micro_batch_size_per_gpu
+    if micro is None:
+        found.append(error(f"{ACTOR}.ppo_micro_batch_size_per_gpu", "is not set and dynamic batch size is off; set it"))
+        return found
+    step_keys = ("data.train_batch_size", "actor_rollout_ref.rollout.n", f"{ACTOR}.ppo_micro_batch_size_per_gpu")
+    mini_keys = (f"{ACTOR}.ppo_mini_batch_size", f"{ACTOR}.ppo_micro_batch_size_per_gpu", "actor_rollout_ref.rollout.n")
+    layout_keys = (KEYS["tp"], KEYS["pp"], KEYS["cp"])
+    for keys, what, sequences in (
+        (step_keys, f"train_batch_size*n={train}*{n}", train * n),
+        (mini_keys, f"ppo_mini_batch_size*n={mini}*{n}", mini * n),
+    ):
+        split, vpp_why = share_problems(sequences, lo.dp, micro, lo.pp, lo.vpp, group)
+        if split:
             found.append(
                 error(
-                    (
-                        "data.train_batch_size",
-                        "actor_rollout_ref.rollout.n",
-                        f"{ACTOR}.ppo_micro_batch_size_per_gpu",
-                    ),
-                    f"train_batch_size*n={train}*{n}={train * n} sequences are not divisible by "
-                    f"DP*micro_batch={lo.dp}*{micro}={minimal} (DP = world {lo.world} / tp*pp*cp); "
-                    f"make train_batch_size*n a multiple of {minimal}",
+                    keys + layout_keys,
+                    f"{what}: {split} (DP = world {lo.world} / tp*pp*cp); make it a multiple of "
+                    f"{lo.dp * micro} or change the micro-batch or layout",
                 )
             )
-        if minimal and (mini * n) % minimal:
+        elif vpp_why:
+            found.append(error((keys[0], KEYS["vpp"], GROUP), f"{what} for training: {vpp_why}"))
+    sides = [("actor_rollout_ref.rollout", rollout)] + (
+        [("actor_rollout_ref.ref", cfg.actor_rollout_ref.ref)] if uses_ref else []
+    )
+    for name, side in sides:
+        if side.get("log_prob_use_dynamic_bsz"):
+            continue
+        key = f"{name}.log_prob_micro_batch_size_per_gpu"
+        log_micro = side.get("log_prob_micro_batch_size_per_gpu")
+        if log_micro is None:
+            if side.get("log_prob_micro_batch_size") is None:
+                found.append(error(key, "is not set and dynamic batch size is off; set it (1 fits every preset)"))
+            continue
+        split, vpp_why = share_problems(train * n, lo.dp, log_micro, lo.pp, lo.vpp, group)
+        if split:
             found.append(
                 error(
-                    (f"{ACTOR}.ppo_mini_batch_size", f"{ACTOR}.ppo_micro_batch_size_per_gpu"),
-                    f"ppo_mini_batch_size*n={mini}*{n}={mini * n} is not divisible by DP*micro_batch={minimal}; "
-                    f"each DP rank would get a partial micro batch",
+                    (key, "data.train_batch_size", "actor_rollout_ref.rollout.n"),
+                    f"log-prob pass over train_batch_size*n={train * n}: {split}; each DP rank computes "
+                    f"{train * n // lo.dp if train * n % lo.dp == 0 else 'a fraction of'} sequences, so "
+                    f"{key} must divide that",
                 )
             )
-        sides = [("actor_rollout_ref.rollout", rollout)] + (
-            [("actor_rollout_ref.ref", cfg.actor_rollout_ref.ref)] if uses_ref else []
-        )
-        for name, side in sides:
-            if side.get("log_prob_micro_batch_size_per_gpu") is None and side.get("log_prob_micro_batch_size") is None:
-                found.append(
-                    error(
-                        f"{name}.log_prob_micro_batch_size_per_gpu",
-                        "is not set and dynamic batch size is off; set it (1 fits every preset's memory)",
-                    )
-                )
+        elif vpp_why:
+            found.append(error((key, KEYS["vpp"], GROUP), f"log-prob pass: {vpp_why}"))
     return found
 
 

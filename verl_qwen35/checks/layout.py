@@ -5,9 +5,14 @@ from dataclasses import dataclass
 from omegaconf import DictConfig
 
 from verl_qwen35.checks.parity import ACTOR, LAYOUT_FEEDS, PARALLEL_KEYS
+from verl_qwen35.checks.pipeline import Split, split_problems, stage_layers
 from verl_qwen35.checks.problem import Problem, divisors, error, warning
 
 ROLLOUT = "actor_rollout_ref.rollout"
+# megatron-core 0.16 (the Ascend image's) is assumed when none is installed; Gated DeltaNet accepts
+# context parallelism from 0.18 on (transformer_config.py asserts cp == 1 before).
+ASSUMED_MCORE = (0, 16)
+GDN_CP_MCORE = (0, 18)
 
 
 def _message_names() -> dict[str, str]:
@@ -116,9 +121,21 @@ def tp_choices(arch: DictConfig, world: int) -> list[int]:
 
 
 def layout_problems(
-    layout: Layout, arch: DictConfig, device: str, first_last: tuple[int | None, int | None] = (None, None)
+    layout: Layout,
+    arch: DictConfig,
+    device: str,
+    first_last: tuple[int | None, int | None] = (None, None),
+    *,
+    split: Split | None = None,
+    mcore: tuple[int, int] | None = None,
+    mtp: int | None = None,
 ) -> list[Problem]:
-    """Megatron-core's divisibility rules for this layout on this model."""
+    """Megatron-core's divisibility rules for this layout on this model (transformer_config.py,
+    model_parallel_config.py, parallel_state.py, transformer_block.py of megatron-core 0.16.1).
+
+    `split` is the pipeline split of override_transformer_config (`first_last` is its older, shorter
+    form); `mcore` the megatron-core (major, minor) whose rules apply (None: the Ascend image's 0.16);
+    `mtp` the MTP layers built (a pipeline layout string must place them)."""
     found = positive_problems(layout)
     if found:
         return found
@@ -169,7 +186,8 @@ def layout_problems(
                     f"valid tp here: {tp_choices(arch, world)}",
                 )
             )
-    if lo.cp > 1:
+    version = mcore or ASSUMED_MCORE
+    if lo.cp > 1 and version < GDN_CP_MCORE:
         if device == "npu":
             found.append(
                 warning(
@@ -182,56 +200,21 @@ def layout_problems(
             found.append(
                 error(
                     KEYS["cp"],
-                    f"cp={lo.cp}: megatron-core 0.16/0.17 require cp=1 for Gated DeltaNet layers; set parallel.cp=1",
+                    f"cp={lo.cp}: megatron-core {version[0]}.{version[1]}"
+                    f"{'' if mcore else ' (assumed: not installed here)'} requires cp=1 for Gated DeltaNet layers "
+                    "(supported from 0.18); set parallel.cp=1",
                 )
             )
-    found += _pipeline_problems(lo, arch, first_last)
+    split = split or Split(first=first_last[0], last=first_last[1])
+    found += [error(keys, message) for keys, message in split_problems(arch.num_layers, lo.pp, lo.vpp, split, mtp)]
     return found
 
 
-def _pipeline_problems(lo: Layout, arch: DictConfig, first_last: tuple[int | None, int | None]) -> list[Problem]:
-    layers = arch.num_layers
-    if lo.vpp is not None and lo.pp == 1:
-        return [error((KEYS["vpp"], KEYS["pp"]), f"vpp={lo.vpp} needs pp > 1; set parallel.vpp=null or raise pp")]
-    given = [n for n in first_last if n is not None]
-    if given and lo.pp > len(given):
-        middle, stages = layers - sum(given), lo.pp - len(given)
-        if middle < 0 or middle % stages:
-            return [
-                error(
-                    (
-                        KEYS["pp"],
-                        f"{ACTOR}.override_transformer_config.num_layers_in_first_pipeline_stage",
-                    ),
-                    f"{layers} layers minus first/last stage {given} leave {middle} for {stages} stages: not even",
-                )
-            ]
-        return []
-    if layers % lo.pp:
-        return [
-            error(
-                KEYS["pp"],
-                f"pp={lo.pp} does not divide num_layers={layers} of {arch.name}; pp may be one of "
-                f"{divisors(layers)} (or give num_layers_in_first/last_pipeline_stage)",
-            )
-        ]
-    per_stage = layers // lo.pp
-    if lo.vpp is not None and (lo.vpp < 1 or per_stage % lo.vpp):
-        return [
-            error(
-                KEYS["vpp"],
-                f"vpp={lo.vpp} does not divide the {per_stage} layers per pipeline stage "
-                f"({layers}/pp={lo.pp}); vpp may be one of {divisors(per_stage)[1:] or 'none (use null)'}",
-            )
-        ]
-    return []
-
-
-def layers_per_stage(lo: Layout, arch: DictConfig) -> str:
-    if arch.num_layers % lo.pp:
-        return "uneven"
-    per = arch.num_layers // lo.pp
-    return f"{per}" if lo.vpp is None else f"{per} ({lo.vpp} chunks of {per // lo.vpp})"
+def layers_per_stage(lo: Layout, arch: DictConfig, split: Split | None = None) -> str:
+    split = split or Split()
+    if split_problems(arch.num_layers, lo.pp, lo.vpp, split):
+        return "invalid split"
+    return stage_layers(arch.num_layers, lo.pp, lo.vpp, split)
 
 
 def sequence_parallel_problems(cfg: DictConfig, lo: Layout) -> list[Problem]:

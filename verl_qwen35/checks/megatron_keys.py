@@ -1,81 +1,91 @@
-"""override_transformer_config keys against megatron-core's TransformerConfig, read without importing it.
+"""override_transformer_config keys against megatron-core's TransformerConfig, without importing it.
 
-Importing megatron-core imports torch (seconds); the dataclass fields are plain annotated
-assignments, so the installed source is parsed instead. tests/ compare the result with
-`dataclasses.fields` of the real class.
+Importing megatron-core imports torch (seconds). The field list (names, value kinds, enum values) of
+each supported megatron-core release ships as generated data in `verl_qwen35/upstream/`
+(`scripts/megatron_fields.py` regenerates it; tests/test_megatron_fields.py compares it with the
+installed dataclass), so the check is the same with or without megatron-core installed; without it,
+messages say which release was assumed.
 """
 
-import ast
 import difflib
-import importlib.util
+import json
 from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from omegaconf import DictConfig
 
-from verl_qwen35.checks.problem import Problem, error, warning
+from verl_qwen35.checks.problem import Problem, error
 
-# Keys MindSpeed adds on Ascend; stock megatron-core's TransformerConfig has none of them.
-MINDSPEED_KEYS = frozenset(
-    {
-        "use_flash_attn",
-        "use_naive_l2norm",
-        "use_ascend_gdn",
-        "use_triton_gdn",
-        "use_fused_rmsnorm",
-        "context_parallel_algo",
-    }
-)
-_SOURCES = {
-    "TransformerConfig": "transformer/transformer_config.py",
-    "ModelParallelConfig": "model_parallel_config.py",
-}
-
-
-def _core_dir() -> Path | None:
-    spec = importlib.util.find_spec("megatron")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        core = Path(location) / "core"
-        if (core / _SOURCES["TransformerConfig"]).is_file():
-            return core
-    return None
-
-
-def _class_fields(source: Path, name: str) -> tuple[set[str], list[str]]:
-    for node in ast.parse(source.read_text()).body:
-        if isinstance(node, ast.ClassDef) and node.name == name:
-            fields = {s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
-            bases = [b.id for b in node.bases if isinstance(b, ast.Name)]
-            return fields, bases
-    raise LookupError(f"class {name} not found in {source}")
+UPSTREAM = Path(__file__).resolve().parent.parent / "upstream"
+# The Ascend image's megatron-core; assumed when none is installed here.
+ASSUMED_MCORE = (0, 16)
 
 
 @cache
-def transformer_config_fields() -> frozenset[str] | None:
-    """Field names of TransformerConfig and its dataclass bases, or None without megatron-core."""
-    core = _core_dir()
-    if core is None:
+def installed_mcore() -> tuple[int, int] | None:
+    try:
+        major, minor = version("megatron-core").split(".")[:2]
+        return int(major), int(minor)
+    except (PackageNotFoundError, ValueError):
         return None
-    fields: set[str] = set()
-    pending = ["TransformerConfig"]
-    while pending:
-        name = pending.pop()
-        own, bases = _class_fields(core / _SOURCES[name], name)
-        fields |= own
-        pending += [b for b in bases if b in _SOURCES]
-    return frozenset(fields)
 
 
-def override_key_problems(cfg: DictConfig, device: str, fields: frozenset[str] | None) -> list[Problem]:
+def mcore_in_use() -> tuple[tuple[int, int], str]:
+    """(version the version-dependent rules follow, how to say it in a message)."""
+    found = installed_mcore()
+    if found is None:
+        return ASSUMED_MCORE, f"{ASSUMED_MCORE[0]}.{ASSUMED_MCORE[1]} (assumed: megatron-core is not installed here)"
+    return found, f"{found[0]}.{found[1]} (installed)"
+
+
+def shipped_versions() -> list[tuple[int, int]]:
+    found = [p.stem.removeprefix("megatron_core_").split(".") for p in UPSTREAM.glob("megatron_core_*.json")]
+    return sorted((int(a), int(b)) for a, b in found)
+
+
+@cache
+def _shipped_data(mcore: tuple[int, int] | None) -> dict:
+    """The field data of this megatron-core (the newest shipped release not newer than it; the oldest
+    when it predates them all)."""
+    shipped = shipped_versions()
+    wanted = mcore or mcore_in_use()[0]
+    chosen = max((v for v in shipped if v <= wanted), default=shipped[0])
+    return json.loads((UPSTREAM / f"megatron_core_{chosen[0]}.{chosen[1]}.json").read_text())
+
+
+def field_spec(mcore: tuple[int, int] | None = None) -> dict[str, dict]:
+    """TransformerConfig field name -> {"kinds": [...], "choices": [...]}."""
+    return _shipped_data(mcore)["fields"]
+
+
+def ddp_field_spec(mcore: tuple[int, int] | None = None) -> dict[str, dict]:
+    """DistributedDataParallelConfig field name -> {"kinds": [...]}: verl builds it from
+    `megatron.override_ddp_config` (verl/utils/megatron_utils.py `DistributedDataParallelConfig(**...)`)."""
+    return _shipped_data(mcore)["ddp_fields"]
+
+
+def transformer_config_fields() -> frozenset[str]:
+    """Field names of TransformerConfig (and its dataclass bases) for the megatron-core in use."""
+    return frozenset(field_spec())
+
+
+@cache
+def mindspeed_keys() -> frozenset[str]:
+    """Keys MindSpeed accepts on Ascend beyond stock TransformerConfig (with sources, in the data file)."""
+    return frozenset(json.loads((UPSTREAM / "mindspeed_core_r0.16.json").read_text())["keys"])
+
+
+MINDSPEED_KEYS = mindspeed_keys()
+
+
+def override_key_problems(cfg: DictConfig, device: str, fields: frozenset[str] | None = None) -> list[Problem]:
     key = "megatron.override_transformer_config"
-    overrides = list(cfg.megatron.override_transformer_config)
-    if fields is None:
-        return [warning(key, "megatron-core is not installed here; override_transformer_config keys not checked")]
+    fields = transformer_config_fields() if fields is None else fields
+    _, shown = mcore_in_use()
     valid = fields | MINDSPEED_KEYS if device == "npu" else fields
     found = []
-    for name in overrides:
+    for name in cfg.megatron.override_transformer_config:
         if name in valid:
             continue
         if name in MINDSPEED_KEYS:
@@ -89,8 +99,37 @@ def override_key_problems(cfg: DictConfig, device: str, fields: frozenset[str] |
             continue
         close = difflib.get_close_matches(name, sorted(valid), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""
-        found.append(error(f"{key}.{name}", f"is not a field of megatron-core's TransformerConfig{hint}"))
+        found.append(error(f"{key}.{name}", f"is not a field of megatron-core {shown} TransformerConfig{hint}"))
     return found
+
+
+def ddp_key(cfg: DictConfig) -> str:
+    """Where the user sets the DDP overrides: our patch when it carries them, else the actor's key."""
+    if "megatron" in cfg and "override_ddp_config" in cfg.megatron:
+        return "megatron.override_ddp_config"
+    return "actor_rollout_ref.actor.megatron.override_ddp_config"
+
+
+def override_ddp_problems(cfg: DictConfig) -> list[Problem]:
+    """`override_ddp_config` keys are DistributedDataParallelConfig fields (megatron-core
+    distributed/distributed_data_parallel_config.py); verl passes them as keyword arguments."""
+    from omegaconf import OmegaConf
+
+    from verl_qwen35.checks.transformer import type_problems
+
+    ddp = OmegaConf.select(cfg, "actor_rollout_ref.actor.megatron.override_ddp_config", default=None)
+    if not ddp:
+        return []
+    values, fields, key = OmegaConf.to_container(ddp, resolve=True), ddp_field_spec(), ddp_key(cfg)
+    found = []
+    for name in values:
+        if name not in fields:
+            close = difflib.get_close_matches(name, sorted(fields), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            found.append(
+                error(f"{key}.{name}", f"is not a field of megatron-core's DistributedDataParallelConfig{hint}")
+            )
+    return found + type_problems({k: v for k, v in values.items() if k in fields}, fields, key)
 
 
 DTYPES = ("bfloat16", "float16")

@@ -1,8 +1,17 @@
-"""Actor and ref must run the same Megatron patch; verl links them only until one side is overridden."""
+"""Actor and ref must run the same Megatron patch; verl links them only until one side is overridden.
 
+The whole subtrees `actor_rollout_ref.actor.megatron` and `actor_rollout_ref.ref.megatron` are compared
+leaf by leaf (not only the keys our `megatron` node feeds): verl's ref falls back to the actor through
+`oc.select` interpolations (verl/trainer/config/ref/*.yaml), which an override on either side breaks.
+"""
+
+import difflib
 import json
+import re
+from functools import cache
+from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from verl_qwen35.checks.problem import Problem, error
 
@@ -17,6 +26,12 @@ PARALLEL_KEYS = {
     "expert_model_parallel_size": "parallel.ep",
     "expert_tensor_parallel_size": "parallel.etp",
 }
+# Keys verl sets differently on the two sides by design (verl 0.8.0 / 0.9.1
+# `verl/trainer/config/_generated_ppo_megatron_trainer.yaml`, `ref/*.yaml`); not compared.
+ONE_SIDED = {
+    "forward_only": "verl's ref sets forward_only=true (the ref never trains, so no optimizer is built); "
+    "the actor false",
+}
 
 
 # What the patch covers besides parallel sizes, for a plain verl config without our `megatron` node.
@@ -28,6 +43,39 @@ PLAIN_VERL_PATCH_KEYS = (
     "param_offload",
     "override_transformer_config",
 )
+
+
+@cache
+def anchored_keys() -> frozenset[str]:
+    """`megatron.*` keys our conf already feeds to both sides (the `&megatron_patch` anchor and the
+    verl_schema files)."""
+    from verl_qwen35.paths import conf_dir
+
+    texts = [p.read_text() for p in Path(conf_dir()).rglob("*.yaml")]
+    return frozenset(k for text in texts for k in re.findall(r"\$\{megatron\.(\w+)\}", text))
+
+
+def link_patch(cfg: DictConfig) -> list[str]:
+    """Make every `megatron.<key>` feed both sides, also keys our conf does not list (`+megatron.seed=7`):
+    the YAML anchor in conf/config.yaml names a fixed set of keys, this carries any other one (one
+    place, as for the anchored keys). A key whose two sides already disagree is left alone for
+    `parity_errors` to report. Returns the keys linked here."""
+    if "megatron" not in cfg:
+        return []
+    actor, ref = (OmegaConf.select(cfg, side) for side in (ACTOR, REF))
+    raw = {side: OmegaConf.to_container(node, resolve=False) for side, node in ((ACTOR, actor), (REF, ref))}
+    linked = []
+    for key in cfg.megatron:
+        link = f"${{megatron.{key}}}"
+        if key in anchored_keys() or all(raw[side].get(key) == link for side in raw):
+            continue
+        if plain(actor.get(key)) != plain(ref.get(key)):
+            continue
+        for node in (actor, ref):
+            with open_dict(node):
+                node[key] = link
+        linked.append(key)
+    return linked
 
 
 def patch_sources(cfg: DictConfig) -> dict[str, str | None]:
@@ -45,12 +93,23 @@ def plain(value: object) -> object:
     return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
+def _leaves(value: object, prefix: str = "") -> dict[str, object]:
+    """Dotted path -> value of every leaf (an empty mapping has none)."""
+    if isinstance(value, dict):
+        found: dict[str, object] = {}
+        for key, inner in value.items():
+            found |= _leaves(inner, f"{prefix}.{key}" if prefix else str(key))
+        return found
+    return {prefix: value}
+
+
 def parity_errors(cfg: DictConfig) -> list[Problem]:
-    """One error per patched key on which actor, ref and the patch disagree, naming all three keys."""
+    """One error per key on which actor, ref and the patch disagree, naming all three keys."""
     errors = []
-    for key, source in patch_sources(cfg).items():
-        actor = plain(OmegaConf.select(cfg, f"{ACTOR}.{key}", default=None))
-        ref = plain(OmegaConf.select(cfg, f"{REF}.{key}", default=None))
+    sources = patch_sources(cfg)
+    actor_all, ref_all = (plain(OmegaConf.select(cfg, side, default=None)) or {} for side in (ACTOR, REF))
+    for key, source in sources.items():
+        actor, ref = actor_all.get(key), ref_all.get(key)
         if source is None:
             if actor != ref:
                 errors.append(
@@ -63,7 +122,6 @@ def parity_errors(cfg: DictConfig) -> list[Problem]:
                     )
                 )
             continue
-        want = plain(OmegaConf.select(cfg, source))
         keys = (f"{ACTOR}.{key}", f"{REF}.{key}", source)
         if actor != ref:
             errors.append(
@@ -75,7 +133,7 @@ def parity_errors(cfg: DictConfig) -> list[Problem]:
                     ),
                 )
             )
-        elif actor != want:
+        elif actor != (want := plain(OmegaConf.select(cfg, source))):
             errors.append(
                 error(
                     keys,
@@ -85,7 +143,47 @@ def parity_errors(cfg: DictConfig) -> list[Problem]:
                     ),
                 )
             )
+    return errors + subtree_errors(cfg, set(sources), actor_all, ref_all)
+
+
+def subtree_errors(cfg: DictConfig, compared: set[str], actor_all: dict, ref_all: dict) -> list[Problem]:
+    """Every other leaf of the two megatron subtrees must be equal too (`seed`, `sequence_parallel`,
+    `use_distributed_optimizer`, `override_ddp_config`, `use_dist_checkpointing`, ...)."""
+    skip = compared | set(ONE_SIDED)
+    actor, ref = (_leaves({k: v for k, v in side.items() if k not in skip}) for side in (actor_all, ref_all))
+    errors = []
+    for path in sorted(set(actor) | set(ref)):
+        if actor.get(path, "<absent>") == ref.get(path, "<absent>"):
+            continue
+        top = path.split(".")[0]
+        place = f"megatron.{top}" if "megatron" in cfg else f"{ACTOR}.{top} and {REF}.{top}"
+        plus = "+" if "megatron" in cfg and top not in cfg.megatron else ""
+        errors.append(
+            error(
+                (f"{ACTOR}.{path}", f"{REF}.{path}"),
+                f"{ACTOR}.{path}={json.dumps(actor.get(path, '<absent>'))} but {REF}.{path}="
+                f"{json.dumps(ref.get(path, '<absent>'))}: actor and ref must share the whole Megatron config. "
+                f"Set {plus}{place}=... once (it reaches both) and drop the side-specific override.",
+            )
+        )
     return errors
+
+
+def unknown_patch_errors(cfg: DictConfig) -> list[Problem]:
+    """`megatron.<key>` reaches both sides, so it must be a field of verl's McoreEngineConfig
+    (verl/workers/config/engine.py); the critic's megatron node, which our conf leaves as verl composes
+    it, lists exactly those fields."""
+    known = OmegaConf.select(cfg, "critic.megatron", default=None)
+    if "megatron" not in cfg or known is None:
+        return []
+    found = []
+    for key in cfg.megatron:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.7)
+        hint = f"; did you mean megatron.{close[0]}?" if close else ""
+        found.append(error(f"megatron.{key}", f"is not a field of verl's McoreEngineConfig (verl refuses it){hint}"))
+    return found
 
 
 # verl keys outside actor/ref megatron that a `parallel.*` key feeds.

@@ -7,6 +7,8 @@ from verl_qwen35.checks.problem import Problem, error
 
 
 def rollout_problems(lo: Layout, arch: DictConfig, engine: str) -> list[Problem]:
+    """vLLM's head split (tensor parallel), verl's RolloutConfig (`verl/workers/config/rollout.py`) and replica
+    placement (`verl/workers/rollout/replica.py`)."""
     found = []
     replica = lo.gen_tp * lo.gen_dp * lo.gen_pp
     if lo.world % replica:
@@ -31,6 +33,16 @@ def rollout_problems(lo: Layout, arch: DictConfig, engine: str) -> list[Problem]
                 f"rollout tp may be one of {tp_choices(arch, lo.world)}",
             )
         )
+    per_node = min(lo.devices_per_node, replica)
+    if replica % per_node:  # verl/workers/rollout/replica.py RolloutReplica.__init__
+        found.append(
+            error(
+                (KEYS["gen_tp"], KEYS["gen_dp"], KEYS["devices_per_node"]),
+                f"a rollout replica spans tp*dp*pp={replica} devices, not a whole number of nodes of "
+                f"{lo.devices_per_node} (verl places replicas node by node); use a divisor or multiple of "
+                f"{lo.devices_per_node}",
+            )
+        )
     if lo.gen_ep > 1 and lo.gen_ep != lo.gen_tp * lo.gen_dp:
         found.append(
             error(
@@ -52,9 +64,6 @@ def rollout_problems(lo: Layout, arch: DictConfig, engine: str) -> list[Problem]
 def rollout_setting_problems(cfg: DictConfig) -> list[Problem]:
     """Rollout settings that fail only after the engines start (or train on nothing)."""
     rollout, found = cfg.actor_rollout_ref.rollout, []
-    key = "actor_rollout_ref.rollout.gpu_memory_utilization"
-    if not 0 < rollout.gpu_memory_utilization <= 1:
-        found.append(error(key, f"={rollout.gpu_memory_utilization} must be in (0, 1]; the presets use 0.6-0.66"))
     if cfg.algorithm.adv_estimator == "grpo" and rollout.n < 2:
         found.append(
             error(
@@ -64,3 +73,25 @@ def rollout_setting_problems(cfg: DictConfig) -> list[Problem]:
             )
         )
     return found
+
+
+# A fragment of each known checkpoint's name, by preset (conf/model/*.yaml `hf_id`).
+CHECKPOINT_TAGS = {"35b": "35B-A3B", "122b": "122B-A10B", "397b": "397B-A17B"}
+
+
+def weights_problems(cfg: DictConfig) -> list[Problem]:
+    """`model=35b actor_rollout_ref.model.path=Qwen/Qwen3.5-122B-A10B`: the checks (and the layout) would
+    judge one model while verl loads another."""
+    path = str(cfg.actor_rollout_ref.model.path)
+    mine = next((tag for tag in CHECKPOINT_TAGS.values() if tag.lower() in str(cfg.model.hf_id).lower()), None)
+    named = [tag for tag in CHECKPOINT_TAGS.values() if tag.lower() in path.lower()]
+    if mine is None or not named or mine in named:
+        return []
+    other = next(preset for preset, tag in CHECKPOINT_TAGS.items() if tag == named[0])
+    return [
+        error(
+            ("actor_rollout_ref.model.path", "model"),
+            f"={path} names Qwen3.5-{named[0]} but model={cfg.model.name} is selected: the layout and checks "
+            f"follow the model preset; use model={other} (or weights of {cfg.model.name})",
+        )
+    ]

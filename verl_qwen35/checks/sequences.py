@@ -1,9 +1,8 @@
 """Sequence handling: packed sequences with Gated DeltaNet, dynamic batches, the vLLM length budget."""
 
-from importlib.metadata import PackageNotFoundError, version
-
 from omegaconf import DictConfig
 
+from verl_qwen35.checks.megatron_keys import ASSUMED_MCORE, installed_mcore
 from verl_qwen35.checks.problem import Problem, error, warning
 
 ROLLOUT = "actor_rollout_ref.rollout"
@@ -12,11 +11,8 @@ PACKED_GDN_MCORE = (0, 18)
 
 
 def megatron_core_version() -> tuple[int, int] | None:
-    try:
-        major, minor = version("megatron-core").split(".")[:2]
-        return int(major), int(minor)
-    except (PackageNotFoundError, ValueError):
-        return None
+    """(major, minor) of the installed megatron-core, or None (read from package metadata, no import)."""
+    return installed_mcore()
 
 
 def packing_problems(cfg: DictConfig, mcore: tuple[int, int] | None) -> list[Problem]:
@@ -27,8 +23,12 @@ def packing_problems(cfg: DictConfig, mcore: tuple[int, int] | None) -> list[Pro
         "actor_rollout_ref.model.use_remove_padding": cfg.actor_rollout_ref.model.use_remove_padding,
     }
     on = [k for k, v in packed.items() if v]
-    shown = "0.16 (the Ascend image's)" if mcore is None else ".".join(map(str, mcore))
-    if on and (mcore is None or mcore < PACKED_GDN_MCORE):
+    shown = (
+        f"{ASSUMED_MCORE[0]}.{ASSUMED_MCORE[1]} assumed (not installed here; the Ascend image's)"
+        if mcore is None
+        else ".".join(map(str, mcore))
+    )
+    if on and (mcore or ASSUMED_MCORE) < PACKED_GDN_MCORE:
         found.append(
             error(
                 tuple(on),
@@ -72,6 +72,17 @@ def length_problems(cfg: DictConfig) -> list[Problem]:
         )
     in_use = engine_len if engine_len is not None else rollout_len
     key = engine_key if engine_len is not None else f"{ROLLOUT}.max_model_len"
+    ceiling = cfg.model.get("max_position_embeddings")
+    if in_use is not None and ceiling is not None and in_use > ceiling:
+        # vLLM refuses a max_model_len beyond the checkpoint's max_position_embeddings
+        # (verl/workers/rollout/vllm_rollout/vllm_async_server.py hands it to vLLM's engine args).
+        found.append(
+            error(
+                key,
+                f"={in_use} exceeds {cfg.model.name}'s max_position_embeddings={ceiling}; vLLM refuses it. "
+                f"Use at most {ceiling}",
+            )
+        )
     if in_use is not None and needed > in_use:
         found.append(
             error(

@@ -1,0 +1,116 @@
+"""Every number the preflight and verl compute with is an integer of the right sign, or null where allowed.
+
+Runs first: the layout, batch and pipeline rules (and the dry-run plan) divide by these values, so a
+`parallel.vpp=2.5`, `rollout.n=2.5`, `parallel.tp=two` or `data.train_batch_size=abc` is answered here,
+once, naming the key, and the dependent rules are skipped. verl types these fields as int in its config
+dataclasses (`verl/workers/config/{actor,engine,rollout}.py`, `verl/trainer/config/data`), megatron-core in
+`TransformerConfig`.
+"""
+
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from verl_qwen35.checks.layout import KEYS
+from verl_qwen35.checks.parity import ACTOR, LAYOUT_FEEDS, PARALLEL_KEYS
+from verl_qwen35.checks.problem import Problem, error
+
+ARR = "actor_rollout_ref"
+OTC = "megatron.override_transformer_config"
+# key -> (null allowed, smallest value)
+INTEGERS: dict[str, tuple[bool, int]] = {
+    "parallel.tp": (False, 1),
+    "parallel.pp": (False, 1),
+    "parallel.cp": (False, 1),
+    "parallel.ep": (False, 1),
+    "parallel.etp": (True, 1),
+    "parallel.vpp": (True, 1),
+    "parallel.gen_tp": (False, 1),
+    "parallel.gen_dp": (False, 1),
+    "parallel.gen_ep": (False, 1),
+    "parallel.nnodes": (False, 1),
+    "parallel.devices_per_node": (False, 1),
+    **{
+        f"{ACTOR}.{key}": (key in ("virtual_pipeline_model_parallel_size", "expert_tensor_parallel_size"), 1)
+        for key in PARALLEL_KEYS
+    },
+    "trainer.nnodes": (False, 1),
+    "trainer.n_gpus_per_node": (False, 1),
+    f"{ARR}.rollout.tensor_model_parallel_size": (False, 1),
+    f"{ARR}.rollout.data_parallel_size": (False, 1),
+    f"{ARR}.rollout.pipeline_model_parallel_size": (False, 1),
+    f"{ARR}.rollout.expert_parallel_size": (False, 1),
+    "data.train_batch_size": (False, 1),
+    "data.max_prompt_length": (False, 1),
+    "data.max_response_length": (False, 1),
+    f"{ARR}.rollout.n": (False, 1),
+    f"{ARR}.actor.ppo_mini_batch_size": (False, 1),
+    f"{ARR}.actor.ppo_micro_batch_size_per_gpu": (True, 1),
+    f"{ARR}.actor.ppo_micro_batch_size": (True, 1),
+    f"{ARR}.actor.ppo_max_token_len_per_gpu": (False, 1),
+    f"{ARR}.ref.log_prob_micro_batch_size_per_gpu": (True, 1),
+    f"{ARR}.ref.log_prob_micro_batch_size": (True, 1),
+    f"{ARR}.ref.log_prob_max_token_len_per_gpu": (False, 1),
+    f"{ARR}.rollout.log_prob_micro_batch_size_per_gpu": (True, 1),
+    f"{ARR}.rollout.log_prob_micro_batch_size": (True, 1),
+    f"{ARR}.rollout.log_prob_max_token_len_per_gpu": (False, 1),
+    f"{ARR}.rollout.max_model_len": (True, 1),
+    f"{ARR}.rollout.engine_kwargs.vllm.max_model_len": (True, 1),
+    f"{OTC}.recompute_num_layers": (True, 1),
+    f"{OTC}.num_layers_in_first_pipeline_stage": (True, 1),
+    f"{OTC}.num_layers_in_last_pipeline_stage": (True, 1),
+    f"{OTC}.mtp_num_layers": (True, 0),
+    f"{OTC}.microbatch_group_size_per_vp_stage": (True, 1),
+    f"{OTC}.moe_router_topk": (False, 1),
+    f"{OTC}.cpu_offloading_num_layers": (False, 0),
+}
+# A verl key that a shorthand feeds is reported under the shorthand.
+_SOURCE = {f"{ACTOR}.{key}": source for key, source in PARALLEL_KEYS.items()} | LAYOUT_FEEDS
+# Fractions: key -> (lowest exclusive, highest inclusive)
+FRACTIONS = {f"{ARR}.rollout.gpu_memory_utilization": (0.0, 1.0)}
+
+
+def _shown(key: str) -> str:
+    short = key.removeprefix("parallel.")
+    return KEYS.get(short, key) if key.startswith("parallel.") else key
+
+
+def integer_problem(key: str, value: Any, nullable: bool, lowest: int) -> str | None:
+    """Why `value` is not acceptable for an integer key, or None."""
+    if value is None:
+        return None if nullable else "is null; it needs an integer"
+    if isinstance(value, bool) or not isinstance(value, int):
+        kind = type(value).__name__
+        hint = f" (write {int(value)})" if isinstance(value, float) and value.is_integer() else ""
+        return f"={value!r} is of type {kind}; it must be a whole number{hint}{' or null' if nullable else ''}"
+    if value < lowest:
+        return f"={value} must be >= {lowest}{' (or null)' if nullable else ''}"
+    return None
+
+
+def value_problems(cfg: DictConfig) -> list[Problem]:
+    found: list[Problem] = []
+    bad_sources: set[str] = set()
+    parents: dict[str, Any] = {}
+    for key, (nullable, lowest) in INTEGERS.items():
+        parent_key, _, leaf = key.rpartition(".")
+        if parent_key not in parents:
+            parents[parent_key] = OmegaConf.select(cfg, parent_key, default=None)
+        parent = parents[parent_key]
+        if not isinstance(parent, DictConfig) or leaf not in parent:
+            continue
+        value = parent[leaf]
+        why = integer_problem(key, value, nullable, lowest)
+        if why is None:
+            continue
+        source = _SOURCE.get(key)
+        if source in bad_sources:
+            continue  # already reported under the shorthand that feeds it
+        if key.startswith("parallel."):
+            bad_sources.add(key)
+        found.append(error(_shown(key), why))
+    for key, (low, high) in FRACTIONS.items():
+        value = OmegaConf.select(cfg, key, default=None)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not low < value <= high:
+            found.append(error(key, f"={value!r} must be a number in ({low}, {high}]; the presets use 0.6-0.66"))
+    return found

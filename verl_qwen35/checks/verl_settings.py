@@ -1,0 +1,90 @@
+"""Enumerated verl settings its config dataclasses reject in `__post_init__`, checked without importing verl.
+
+Upstream: `verl/workers/config/actor.py` (`ActorConfig.__post_init__` loss_agg_mode, `RouterReplayConfig`),
+`verl/workers/config/engine.py` (`EngineRouterReplayConfig`), `verl/workers/config/rollout.py`
+(`RolloutConfig.__post_init__`: mode "sync" removed). verl 0.8.0 accepts no "token-sum".
+"""
+
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+
+from omegaconf import DictConfig, OmegaConf
+
+from verl_qwen35.checks.problem import Problem, error
+
+LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+LOSS_AGG_MODES_0_9 = ("token-sum",)
+ROUTER_REPLAY_MODES = ("disabled", "R2", "R3")
+
+
+@cache
+def _verl_minor() -> tuple[int, int]:
+    try:
+        major, minor = version("verl").split(".")[:2]
+        return int(major), int(minor)
+    except (PackageNotFoundError, ValueError):
+        return (0, 9)
+
+
+def verl_setting_problems(cfg: DictConfig) -> list[Problem]:
+    found = []
+    modes = LOSS_AGG_MODES + (LOSS_AGG_MODES_0_9 if _verl_minor() >= (0, 9) else ())
+    key = "actor_rollout_ref.actor.loss_agg_mode"
+    mode = OmegaConf.select(cfg, key, default="token-mean")
+    if mode not in modes:
+        found.append(error(key, f"={mode!r} is not one of {list(modes)}"))
+    for side in ("actor", "ref"):
+        key = f"actor_rollout_ref.{side}.megatron.router_replay.mode"
+        replay = OmegaConf.select(cfg, key, default="disabled")
+        if replay not in ROUTER_REPLAY_MODES:
+            found.append(error(key, f"={replay!r} is not one of {list(ROUTER_REPLAY_MODES)}"))
+    if OmegaConf.select(cfg, "actor_rollout_ref.rollout.mode", default="async") == "sync":
+        found.append(error("actor_rollout_ref.rollout.mode", "=sync was removed from verl; use async"))
+    found += _exclusive_micro_batches(cfg)
+    rollout = cfg.actor_rollout_ref.rollout
+    if OmegaConf.select(rollout, "val_kwargs.do_sample", default=False) and not rollout.get("temperature", 1.0) > 0:
+        # verl/utils/config.py validate_config
+        found.append(
+            error(
+                ("actor_rollout_ref.rollout.temperature", "actor_rollout_ref.rollout.val_kwargs.do_sample"),
+                f"={rollout.get('temperature')}: sampling during validation needs temperature > 0",
+            )
+        )
+    replay = OmegaConf.select(cfg, "actor_rollout_ref.actor.megatron.router_replay.mode", default="disabled")
+    if replay == "R2" and OmegaConf.select(cfg, "algorithm.rollout_correction.bypass_mode", default=False):
+        # verl/utils/config.py _validate_router_replay_config
+        found.append(
+            error(
+                ("actor_rollout_ref.actor.megatron.router_replay.mode", "algorithm.rollout_correction.bypass_mode"),
+                "=R2 records routes while recomputing old log-probs, which bypass_mode skips; set bypass_mode=false",
+            )
+        )
+    megatron = cfg.actor_rollout_ref.actor.megatron
+    limit = megatron.get("max_seqlen_per_dp_cp_rank")
+    if megatron.get("dynamic_context_parallel") and (
+        isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0
+    ):  # verl/workers/config/engine.py McoreEngineConfig.__post_init__
+        found.append(
+            error(
+                "megatron.max_seqlen_per_dp_cp_rank",
+                f"={limit!r}: dynamic_context_parallel needs a positive integer here",
+            )
+        )
+    return found
+
+
+def _exclusive_micro_batches(cfg: DictConfig) -> list[Problem]:
+    """The deprecated global micro-batch size and the per-GPU one exclude each other
+    (verl/workers/config/actor.py ActorConfig.__post_init__, verl/utils/config.py check_mutually_exclusive)."""
+    arr, found = cfg.actor_rollout_ref, []
+    pairs = [("actor_rollout_ref.actor", arr.actor, "ppo_micro_batch_size", "actor")]
+    pairs += [(f"actor_rollout_ref.{s}", arr[s], "log_prob_micro_batch_size", s) for s in ("rollout", "ref")]
+    for node, side, name, _ in pairs:
+        if side.get(name) is not None and side.get(f"{name}_per_gpu") is not None:
+            found.append(
+                error(
+                    (f"{node}.{name}", f"{node}.{name}_per_gpu"),
+                    f"both are set; remove {node}.{name} (deprecated, only *_per_gpu is supported)",
+                )
+            )
+    return found
