@@ -99,10 +99,10 @@ def test_estimate_of_a_good_config_still_exits_0(capsys):
     [
         (["hardware.device_memory_gib=abc"], "hardware.device_memory_gib='abc'"),
         (["hardware.reserved_gib=null"], "hardware.reserved_gib is null"),
-        (["data.max_prompt_length=-1"], "data.max_prompt_length=-1"),
+        (["data.max_prompt_length=-1"], "[data.max_prompt_length]"),  # issue #7's value check answers first
         (["model.vocab_size=0"], "model.vocab_size=0"),
-        (["parallel.gen_dp=0"], "gen_dp=0 must be a positive integer"),
-        (["parallel.gen_ep=abc"], "gen_ep=abc must be a positive integer"),
+        (["parallel.gen_dp=0"], "[parallel.gen_dp (actor_rollout_ref.rollout.data_parallel_size)]"),
+        (["parallel.gen_ep=abc"], "[parallel.gen_ep (actor_rollout_ref.rollout.expert_parallel_size)]"),
     ],
 )
 def test_dry_run_preflight_names_an_unusable_estimate_input(overrides, named):
