@@ -7,6 +7,7 @@ stopped by its process group (never `ray stop`, which stops every Ray of the use
 """
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -80,6 +81,7 @@ def separate_ray_head(node_env: dict[str, str], num_cpus: int = 2) -> Iterator[s
         yield address
     finally:
         _stop(head)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _wait_until_up(head: subprocess.Popen, port: int, log: Path, timeout: float = 90.0) -> None:
