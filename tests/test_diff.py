@@ -173,3 +173,108 @@ def test_plain_verl_config_mismatch_is_called_out_too(tmp_path, capsys):
     assert diff_main([str(path), str(path)]) == 0
     out = capsys.readouterr().out
     assert "!! actor/ref Megatron mismatch in A: actor_rollout_ref.actor.megatron.use_remove_padding=false" in out
+
+
+@pytest.mark.parametrize("name", ["missing.yaml", "missing.yml"])
+def test_a_missing_yaml_file_is_refused_as_a_file_not_read_as_overrides(tmp_path, capsys, name):
+    with pytest.raises(SystemExit) as stop:
+        diff_main([str(tmp_path / name), GPU])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and f"{tmp_path / name}" in err and "override" not in err.lower(), err
+
+
+def test_an_existing_file_without_yaml_suffix_is_loaded_as_a_file(tmp_path, capsys):
+    (tmp_path / "a_record").write_text("x: 1\n")
+    (tmp_path / "b.yml").write_text("x: 2\n")
+    assert diff_main([str(tmp_path / "a_record"), str(tmp_path / "b.yml")]) == 1
+    assert "~ x: 1 -> 2" in capsys.readouterr().out
+
+
+def test_the_hydra_node_of_a_saved_config_is_not_compared(tmp_path, capsys):
+    (tmp_path / "a.yaml").write_text("x: 1\nhydra:\n  run:\n    dir: /a\n")
+    (tmp_path / "b.yaml").write_text("x: 1\nhydra:\n  run:\n    dir: /b\n")
+    assert diff_main([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]) == 0
+    assert "[hydra]" not in capsys.readouterr().out
+
+
+def test_env_reads_inside_lists_are_shown_not_resolved(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "sk-live-0123456789")
+    (tmp_path / "a.yaml").write_text("x: ['${oc.env:MY_SERVICE_TOKEN}', {y: '${oc.env:MY_SERVICE_TOKEN}'}]\n")
+    (tmp_path / "b.yaml").write_text("x: [1]\n")
+    assert diff_main([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]) == 1
+    out = capsys.readouterr().out
+    assert "${oc.env:MY_SERVICE_TOKEN}" in out and "sk-live" not in out
+
+
+@pytest.mark.parametrize("side", ["actor", "ref"])
+def test_a_config_with_one_megatron_side_is_compared_without_a_parity_note(tmp_path, capsys, side):
+    (tmp_path / "a.yaml").write_text(f"actor_rollout_ref:\n  {side}:\n    megatron:\n      param_offload: true\n")
+    (tmp_path / "b.yaml").write_text(f"actor_rollout_ref:\n  {side}:\n    megatron:\n      param_offload: false\n")
+    assert diff_main([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")]) == 1
+    captured = capsys.readouterr()
+    assert "param_offload: true -> false" in captured.out and "mismatch" not in captured.out + captured.err
+
+
+@pytest.fixture
+def two_sections(tmp_path):
+    """A change, an addition and a removal in each of two sections."""
+    (tmp_path / "a.yaml").write_text("data: {x: 1, gone: 1}\ntrainer: {y: 1, gone: 2}\n")
+    (tmp_path / "b.yaml").write_text("data: {x: 2, new: 1}\ntrainer: {y: 2, new: 2}\n")
+    return str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")
+
+
+def test_text_format_lists_each_key_under_its_own_section(two_sections, capsys):
+    a, b = two_sections
+    assert diff_main([a, b]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"A: {a}",
+        f"B: {b}",
+        "[data]",
+        "  ~ data.x: 1 -> 2",
+        "  + data.new: 1",
+        "  - data.gone: 1",
+        "[trainer]",
+        "  ~ trainer.y: 1 -> 2",
+        "  + trainer.new: 2",
+        "  - trainer.gone: 2",
+        "2 changed, 2 added, 2 removed",
+    ]
+
+
+def test_markdown_format_is_one_sorted_row_per_key(two_sections, capsys):
+    a, b = two_sections
+    assert diff_main([a, b, "--format", "markdown"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"**A** `{a}` vs **B** `{b}`: 2 changed, 2 added, 2 removed",
+        "",
+        "| section | key | A | B |",
+        "|---|---|---|---|",
+        "| data | `data.gone` | `1` | *(absent)* |",
+        "| data | `data.new` | *(absent)* | `1` |",
+        "| data | `data.x` | `1` | `2` |",
+        "| trainer | `trainer.gone` | `2` | *(absent)* |",
+        "| trainer | `trainer.new` | *(absent)* | `2` |",
+        "| trainer | `trainer.y` | `1` | `2` |",
+    ]
+
+
+def test_json_format_holds_every_part(two_sections, capsys):
+    a, b = two_sections
+    assert diff_main([a, b, "--format", "json"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith('{\n  "a": '), "indented by two spaces for people reading it"
+    assert json.loads(out) == {
+        "a": a,
+        "b": b,
+        "changed": {"data.x": {"a": 1, "b": 2}, "trainer.y": {"a": 1, "b": 2}},
+        "added": {"data.new": 1, "trainer.new": 2},
+        "removed": {"data.gone": 1, "trainer.gone": 2},
+        "actor_ref_mismatch": {},
+    }
+
+
+def test_a_pipe_in_a_value_does_not_break_the_markdown_table(tmp_path, capsys):
+    (tmp_path / "a.yaml").write_text("x: 'a|b'\n")
+    (tmp_path / "b.yaml").write_text("x: c\n")
+    assert diff_main([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "--format", "markdown"]) == 1
+    assert '| x | `x` | `"a\\|b"` | `"c"` |' in capsys.readouterr().out

@@ -118,3 +118,64 @@ def test_secrets_exported_at_launch_but_not_here_are_named(tmp_path, monkeypatch
     monkeypatch.setenv("WANDB_API_KEY", "0123456789abcdef")
     assert relaunch_module.main([str(run_dir)]) == 0
     assert "not exported here" not in capsys.readouterr().err
+
+
+def test_a_record_lacking_a_key_preflight_reads_is_refused_naming_it(tmp_path, monkeypatch, launches, capsys):
+    run_dir = recorded(tmp_path, monkeypatch)
+    path = run_dir / "launch.yaml"
+    lines = path.read_text().splitlines()
+    start = lines.index("  trainer:")
+    nnodes = next(i for i in range(start, len(lines)) if lines[i].startswith("    nnodes: "))
+    path.write_text("\n".join(lines[:nnodes] + lines[nnodes + 1 :]) + "\n")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        relaunch_module.main([str(run_dir)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "Traceback" not in err
+    assert f"{path}: the recorded config lacks trainer.nnodes; launch again to write a whole one" in err
+    assert err.startswith("verl_qwen35.relaunch: ") or "\nverl_qwen35.relaunch: " in err, err
+    assert launches == []
+
+
+def test_a_record_whose_launch_checks_fail_is_refused_and_not_launched(tmp_path, monkeypatch, launches, capsys):
+    run_dir = recorded(tmp_path, monkeypatch)
+    path = run_dir / "launch.yaml"
+    text = path.read_text()
+    assert "  stack: false\n" in text
+    path.write_text(text.replace("  stack: false\n", "  stack: maybe\n", 1))
+    capsys.readouterr()
+    assert relaunch_module.main([str(run_dir)]) == 2
+    assert "launch_checks.stack='maybe': must be true or false" in capsys.readouterr().err
+    assert launches == []
+
+
+def test_a_config_only_install_refuses_the_relaunch_saying_a_launch_runs_verl(tmp_path, monkeypatch, launches, capsys):
+    from verl_qwen35 import install
+
+    run_dir = recorded(tmp_path, monkeypatch)
+    # A config-only (light) install lacks verl's runtime; this host has it, so the probe answers as one would.
+    monkeypatch.setattr(install, "missing_verl_runtime", lambda: ["verl"])
+    capsys.readouterr()
+    assert relaunch_module.main([str(run_dir)]) == 2
+    assert "a launch runs verl, whose runtime is not installed here" in capsys.readouterr().err
+    assert launches == []
+
+
+def test_a_record_lacking_a_key_read_by_item_is_refused_naming_it(tmp_path, monkeypatch, launches, capsys):
+    """checks/files.py reads the preset's facts as cfg.model[fact]: a missing one raises ConfigKeyError."""
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / "config.json").write_text('{"hidden_size": 2048}')
+    run_dir = recorded(tmp_path, monkeypatch, f"actor_rollout_ref.model.path={weights}")
+    path = run_dir / "launch.yaml"
+    lines = path.read_text().splitlines()
+    start = lines.index("  model:")
+    hidden = next(i for i in range(start, len(lines)) if lines[i].startswith("    hidden_size: "))
+    path.write_text("\n".join(lines[:hidden] + lines[hidden + 1 :]) + "\n")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        relaunch_module.main([str(run_dir)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "Traceback" not in err
+    assert f"{path}: the recorded config lacks model.hidden_size; launch again to write a whole one" in err
+    assert launches == []
