@@ -88,6 +88,17 @@ def test_each_secret_word_marks_a_variable_secret(word):
     assert not looks_secret(f"MY_{word}_MODE"), "a setting about a secret is not the secret"
 
 
+# environment.py SETTING_WORDS, restated: a last word that makes the name a setting about a secret.
+@pytest.mark.parametrize(
+    "word", ["MODE", "TYPE", "METHOD", "ENABLE", "ENABLED", "DISABLE", "DISABLED", "SOCK", "TIMEOUT"]
+)
+def test_each_setting_word_makes_a_secret_named_variable_a_setting(word):
+    from verl_qwen35.environment import looks_secret
+
+    assert not looks_secret(f"RAY_AUTH_{word}") and not looks_secret(f"MY_TOKEN_{word.lower()}")
+    assert looks_secret(f"RAY_AUTH_{word}_TOKEN"), "only the last word decides"
+
+
 @pytest.mark.parametrize(
     "name", ["MONKEY", "PASSAGE_COUNT", "TOKENIZERS_PARALLELISM", "MAX_TOKENS", "AUTHOR", "KEYBOARD", "RAY_AUTH_MODE"]
 )
@@ -105,3 +116,34 @@ def test_a_long_word_ending_in_a_secret_word_is_secret(name):
     from verl_qwen35.environment import looks_secret
 
     assert looks_secret(name)
+
+
+def test_job_environment_takes_the_shell_value_by_default_and_the_config_value_when_told(npu, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    with job_environment(npu) as values:
+        assert values["OMP_NUM_THREADS"] == "7"
+    with job_environment(npu, use_shell_env=False) as values:
+        assert values["OMP_NUM_THREADS"] == "1"
+
+
+def test_a_long_word_ending_in_a_secret_word_counts_from_seven_letters():
+    from verl_qwen35.environment import looks_secret
+
+    assert looks_secret("HFTOKEN") and not looks_secret("XTOKEN"), "6 letters: a word of its own, 7: a name + TOKEN"
+
+
+def test_a_shell_secret_value_counts_from_ten_characters():
+    from verl_qwen35.environment import shell_secrets
+
+    ten, nine = "abcd-12345", "abcd-1234"
+    assert shell_secrets({"MY_TOKEN": ten, "HF_TOKEN": nine}) == {"MY_TOKEN": ten}
+
+
+@pytest.mark.parametrize("env", [None, "x", [1]])
+def test_an_env_that_is_not_a_mapping_is_refused_naming_env(env):
+    from omegaconf import OmegaConf
+
+    from verl_qwen35.environment import env_problems
+
+    ((key, why),) = env_problems(OmegaConf.create({"env": env}))
+    assert key == "env" and why.startswith("env=") and "env holds `set` (NAME: value) and `unset`" in why, why
