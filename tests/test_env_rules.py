@@ -147,3 +147,24 @@ def test_an_env_that_is_not_a_mapping_is_refused_naming_env(env):
 
     ((key, why),) = env_problems(OmegaConf.create({"env": env}))
     assert key == "env" and why.startswith("env=") and "env holds `set` (NAME: value) and `unset`" in why, why
+
+
+@pytest.mark.parametrize(
+    ("env", "key", "why"),
+    [
+        ({"set": "x", "unset": []}, "env.set", "env.set='x': a mapping NAME: value"),
+        ({"set": {"A": None}, "unset": []}, "env.set.A", "env.set.A=None: an environment variable needs a text"),
+        ({"set": {"A": {"b": 1}}, "unset": []}, "env.set.A", "env.set.A="),
+        ({"set": {}, "unset": "http_proxy"}, "env.unset", "env.unset='http_proxy': a list of variable names"),
+        ({"set": {}, "unset": [None]}, "env.unset", "a list of variable names"),
+        ({"set": {}, "unset": [["a"]]}, "env.unset", "a list of variable names"),
+    ],
+)
+def test_each_malformed_part_of_env_is_refused_naming_its_key(env, key, why):
+    from omegaconf import OmegaConf
+
+    from verl_qwen35.environment import env_problems
+
+    assert env_problems(OmegaConf.create({"env": {"set": {"A": 1}, "unset": ["b"]}})) == []
+    ((found_key, found_why),) = env_problems(OmegaConf.create({"env": env}))
+    assert found_key == key and why in found_why, found_why

@@ -162,3 +162,10 @@ def test_ctrl_c_marks_this_sweeps_running_jobs_interrupted_and_writes_the_summar
     assert "1 interrupted" in out and "1 not run" in out and "sweep interrupted: 1 job(s) finished" in out
     sweep.interrupted()  # no sweep running: nothing to do
     assert capsys.readouterr().out == ""
+
+
+def test_outside_any_hydra_run_there_is_no_multirun(monkeypatch):
+    """in_multirun() is asked by code that may run without Hydra (e.g. from relaunch): False, no error."""
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
+    assert not HydraConfig.initialized()
+    assert sweep.in_multirun() is False
