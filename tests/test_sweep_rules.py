@@ -169,3 +169,16 @@ def test_outside_any_hydra_run_there_is_no_multirun(monkeypatch):
     monkeypatch.setattr(HydraConfig.instance(), "cfg", None)
     assert not HydraConfig.initialized()
     assert sweep.in_multirun() is False
+
+
+def test_a_cluster_job_id_is_added_to_the_jobs_verdict(tmp_path):
+    (tmp_path / VERDICT).write_text(json.dumps({"job": 0, "status": "ok"}, indent=2))
+    sweep.note_job_id(str(tmp_path), "12345")
+    assert json.loads((tmp_path / VERDICT).read_text()) == {"job": 0, "status": "ok", "job_id": "12345"}
+
+
+def test_each_jobs_verdict_is_indented_for_people(multirun, tmp_path, capsys):
+    code, _, rows = multirun("device=gpu", "model=35b", "parallel.tp=2,4", capsys=capsys)
+    assert code == 0 and len(rows) == 2
+    text = (tmp_path / "sweep" / "1" / VERDICT).read_text()
+    assert text.startswith('{\n  "job": 1,\n  "sweep_id": '), text[:80]
