@@ -586,7 +586,7 @@ def report(
             ok = False
         rows.append((module, killed, len(mine), len(equivalent), score))
         of_all = totals.get(module, len(mine))
-        label = f"  sampled {len(mine)}/{of_all}" if of_all > len(mine) else ""
+        label = f"  sampled {len(mine)}/{of_all}" if of_all > len(mine) else ""  # or only n/N decided
         print(f"{module:28} {killed:6} {len(mine):6} {len(equivalent):6} {score:7.1%}{' *' if target else ''}{label}")
     survivors = [m for m in mutants if result.get(m.ident) == "survived" and m.ident not in allowed]
     equivalent = [m for m in mutants if result.get(m.ident) == "survived" and m.ident in allowed]
@@ -640,6 +640,9 @@ def main() -> int:
     )
     parser.add_argument("--sample", type=int, default=0, help="at most N mutants per module, fixed seed")
     parser.add_argument("--seed", type=int, default=0, help="seed of --sample (same seed, same mutants)")
+    parser.add_argument(
+        "--saved-only", action="store_true", help="run nothing; report the mutants with a saved verdict (n/N run)"
+    )
     parser.add_argument("--rerun-survivors", action="store_true", help="run the recorded survivors again")
     args = parser.parse_args()
 
@@ -673,6 +676,9 @@ def main() -> int:
         saved[key(mutant)] = verdict
         results_file.write_text(json.dumps(saved, indent=0, sort_keys=True))
 
+    if args.saved_only:  # an interrupted run: score what was decided, labelled as part of the module
+        mutants = [m for m in mutants if key(m) in saved and not saved[key(m)].startswith("error")]
+        runnable = [m for m in runnable if m in mutants]
     rerun = {"survived"} if args.rerun_survivors else set()
     todo = [m for m in runnable if key(m) not in saved or saved[key(m)] in rerun or saved[key(m)].startswith("error")]
     result = {m.ident: saved[key(m)] for m in runnable if key(m) in saved}

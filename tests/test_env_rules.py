@@ -168,3 +168,13 @@ def test_each_malformed_part_of_env_is_refused_naming_its_key(env, key, why):
     assert env_problems(OmegaConf.create({"env": {"set": {"A": 1}, "unset": ["b"]}})) == []
     ((found_key, found_why),) = env_problems(OmegaConf.create({"env": env}))
     assert found_key == key and why in found_why, found_why
+
+
+@pytest.mark.parametrize("env", [None, "x", {"set": "x"}, {"set": None}])
+def test_env_names_of_a_malformed_env_are_none(env):
+    from omegaconf import OmegaConf
+
+    from verl_qwen35.environment import env_names
+
+    assert env_names(OmegaConf.create({"env": env})) == []
+    assert env_names(OmegaConf.create({"env": {"set": {"A": 1, "B": "x"}}})) == ["A", "B"]
