@@ -278,3 +278,9 @@ def test_a_pipe_in_a_value_does_not_break_the_markdown_table(tmp_path, capsys):
     (tmp_path / "b.yaml").write_text("x: c\n")
     assert diff_main([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "--format", "markdown"]) == 1
     assert '| x | `x` | `"a\\|b"` | `"c"` |' in capsys.readouterr().out
+
+
+def test_markdown_calls_out_an_actor_ref_mismatch(capsys):
+    code = diff_main([NPU, f"{NPU} actor_rollout_ref.ref.megatron.use_remove_padding=true", "--format", "markdown"])
+    out = capsys.readouterr().out
+    assert code == 1 and "> :warning: actor/ref Megatron mismatch in B: " in out and "use_remove_padding" in out
