@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from tests.ray_head import free_ports
 from tests.test_forwarding import _write_geo3k_stub
-from tests.test_submit_slurm import REPO, STANDINS, free_ports
+from tests.test_submit_slurm import REPO, STANDINS
 from verl_qwen35.launch_record import read_launch_file
 
 # The script's settings block, evaluated by bash; prints one array's elements, one a line.
