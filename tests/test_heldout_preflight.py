@@ -129,6 +129,69 @@ REFUSED = [
     ("35b_gpu", [f"{ADD}.virtual_pipeline_model_parallel_size=2"], "parallel.vpp"),
     # verl checks the 'recompute_method' enum; megatron raises on a third value
     ("397b_gpu", [f"{M}.recompute_num_layers=0"], "recompute_num_layers"),
+    # Qwen3.5's blocks (Megatron-Bridge builds RMSNorm, no linear bias): the checkpoint has no such weights
+    ("35b_npu", [f"{ADD}.normalization=LayerNorm"], "normalization"),
+    ("122b_gpu", [f"{ADD}.add_bias_linear=true"], "add_bias_linear"),
+    ("35b_gpu", [f"{ADD}.moe_layer_freq=2"], "moe_layer_freq"),
+    ("35b_gpu", [f"{ADD}.num_moe_experts=128"], "num_moe_experts"),
+    # vllm_async_server.py _validate_configs: unset max_model_len becomes max_position_embeddings (262144)
+    ("35b_gpu", ["data.max_prompt_length=300000"], "data.max_prompt_length"),
+    # transformer_config.py: "DeepEP backend is only supported with flex token dispatcher."
+    ("35b_gpu", [f"{ADD}.moe_enable_deepep=true"], "moe_enable_deepep"),
+    # transformer_config.py: "Only one backend is supported for flex token dispatcher."
+    (
+        "35b_gpu",
+        [
+            f"{ADD}.moe_token_dispatcher_type=flex",
+            f"{ADD}.moe_enable_deepep=true",
+            f"{ADD}.moe_flex_dispatcher_backend=hybridep",
+        ],
+        "moe_flex_dispatcher_backend",
+    ),
+    # transformer_config.py: "Flex token dispatcher with deepep backend does not support
+    # moe_pad_expert_input_to_capacity"
+    (
+        "35b_gpu",
+        [
+            f"{ADD}.moe_token_dispatcher_type=flex",
+            f"{ADD}.moe_expert_capacity_factor=1.0",
+            f"{ADD}.moe_pad_expert_input_to_capacity=true",
+        ],
+        "moe_pad_expert_input_to_capacity",
+    ),
+    # transformer_config.py Literal types: fp8 format, fp8 recipe, drop policy, router dtype
+    ("122b_gpu", [f"{ADD}.fp8=e5m2"], "fp8"),
+    ("122b_gpu", [f"{ADD}.fp8=hybrid", f"{ADD}.fp8_recipe=foo"], "fp8_recipe"),
+    ("35b_gpu", [f"{ADD}.moe_token_drop_policy=random"], "moe_token_drop_policy"),
+    ("35b_gpu", [f"{ADD}.moe_router_dtype=bf16"], "moe_router_dtype"),
+    # transformer_config.py: a list of load-balancing types needs a list of coefficients as long
+    ("35b_gpu", [f"{ADD}.moe_router_load_balancing_type=[aux_loss,seq_aux_loss]"], "moe_aux_loss_coeff"),
+    # transformer_config.py: 48 layers with last=48 leave 0 for the first stage
+    ("122b_gpu", [f"{ADD}.num_layers_in_last_pipeline_stage=48"], "num_layers_in_last_pipeline_stage"),
+    # the layout's stage count is pp * vpp (pipeline_parallel_layer_layout.py)
+    ("35b_npu", [f"{ADD}.pipeline_model_parallel_layout='Et*20|t*20L'", "parallel.vpp=2"], "parallel.vpp"),
+    ("35b_npu", [f"{ADD}.pipeline_model_parallel_layout='Et*10|t*10|t*10|t*10L'"], "parallel.vpp"),
+    # gated_delta_net.py (0.16): no context parallel, no packed sequences before 0.18
+    ("35b_gpu", ["parallel.cp=2"], "parallel.cp"),
+    ("35b_gpu", ["megatron.use_remove_padding=true"], "use_remove_padding"),
+    # rollout replicas over 8 devices
+    ("35b_gpu", ["parallel.gen_tp=16"], "parallel.gen_tp"),
+    ("35b_gpu", ["parallel.gen_dp=2", "parallel.gen_tp=4", "parallel.gen_ep=4"], "parallel.gen_ep"),
+    # a layout number set on verl's key instead of parallel.*
+    ("35b_gpu", [f"{ARR}.rollout.tensor_model_parallel_size=4"], "parallel.gen_tp"),
+    ("35b_gpu", [f"{ARR}.actor.megatron.tensor_model_parallel_size=4"], "parallel.tp"),
+    # actor-only offload, ref-only override key
+    ("35b_gpu", [f"{ARR}.actor.megatron.param_offload=false"], "megatron.param_offload"),
+    (
+        "35b_gpu",
+        [f"+{ARR}.ref.megatron.override_transformer_config.moe_router_dtype=fp32"],
+        "override_transformer_config",
+    ),
+    # not a field of megatron-core 0.16's TransformerConfig (DeepSeek's HF name)
+    ("35b_gpu", [f"{ADD}.first_k_dense_replace=1"], "first_k_dense_replace"),
+    # transformer_block.py uniform recompute over 12-layer chunks (pp=4)
+    ("122b_npu", [f"{M}.recompute_num_layers=5"], "recompute_num_layers"),
+    ("397b_gpu", ["parallel.pp=8"], "parallel.pp"),
 ]
 
 # Real settings that must pass.
@@ -198,6 +261,37 @@ ACCEPTED = [
     ("35b_npu", [f"{ARR}.rollout.log_prob_micro_batch_size_per_gpu=8"]),
     ("35b_gpu", [f"{ARR}.actor.ppo_micro_batch_size_per_gpu=5"]),
     ("35b_gpu", [f"{ARR}.rollout.max_model_len=3072"]),
+]
+ACCEPTED += [
+    # fp8 on GPU: transformer-engine is there on the cluster (the CPU install lacks it; not a config fault)
+    ("122b_gpu", [f"{ADD}.fp8=e4m3", f"{ADD}.fp8_recipe=blockwise"]),
+    (
+        "35b_gpu",
+        [f"{ADD}.moe_router_load_balancing_type=[aux_loss,seq_aux_loss]", f"{ADD}.moe_aux_loss_coeff=[0.01,0.001]"],
+    ),
+    ("35b_npu", [f"{ADD}.pipeline_model_parallel_layout='Et*10|t*10|t*10|t*10L'", "parallel.vpp=2"]),
+    ("35b_gpu", ["parallel.etp=2", "parallel.ep=4"]),
+    ("35b_gpu", ["parallel.gen_dp=2", "parallel.gen_tp=4", "parallel.gen_ep=8"]),
+    ("35b_gpu", ["parallel.gen_dp=2", "parallel.gen_tp=4"]),
+    # MindSpeed docs/user-guide/verl.md feature table
+    (
+        "35b_npu",
+        [
+            f"{ADD}.normalization=RMSNorm",
+            f"++{M}.moe_grouped_gemm=true",
+            f"{ADD}.use_fused_moe_token_permute_and_unpermute=true",
+        ],
+    ),
+    ("35b_gpu", [f"{ADD}.moe_router_dtype=fp64", f"{M}.moe_z_loss_coeff=0.001"]),
+    ("35b_gpu", [f"{ADD}.moe_token_dispatcher_type=flex"]),
+    ("35b_gpu", [f"{M}.recompute_num_layers=5"]),
+    ("122b_npu", [f"{M}.recompute_num_layers=4"]),
+    ("35b_gpu", [f"{ADD}.apply_rope_fusion=true", f"{ADD}.gradient_accumulation_fusion=true"]),
+    ("122b_gpu", ["parallel.vpp=3"]),
+    # model_parallel_config.py 0.16: EP+TP without SP is a warning, not an error
+    ("122b_npu", [f"{ADD}.sequence_parallel=false"]),
+    ("35b_gpu", [f"{M}.recompute_granularity=null"]),
+    ("122b_gpu", [f"{ADD}.add_bias_linear=false", f"{ADD}.normalization=RMSNorm"]),
 ]
 PUBLISHED = ["35b_gpu", "35b_npu", "122b_gpu", "122b_npu", "397b_gpu", "397b_npu"]
 

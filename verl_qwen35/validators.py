@@ -172,6 +172,8 @@ def real_transformer_problems(
                 stage.count(LayerType.decoder) for vp in range(len(layout[0])) for stage in (r[vp] for r in layout)
             ]
     except TypeError as err:
+        if "'NoneType' and 'Version'" in str(err):
+            return []  # is_te_min_version without transformer-engine (fp8): a kernel this CPU install lacks
         if "unexpected keyword argument" in str(err):
             name = str(err).rsplit("'", 2)[-2]
             return [error(f"{OTC}.{name}", f"is not a field of megatron-core's TransformerConfig ({err})")]

@@ -83,6 +83,17 @@ def length_problems(cfg: DictConfig) -> list[Problem]:
                 f"Use at most {ceiling}",
             )
         )
+    if in_use is None and ceiling is not None and needed > ceiling:
+        # verl/workers/rollout/vllm_rollout/vllm_async_server.py `_validate_configs`: an unset max_model_len
+        # becomes max_position_embeddings, and generation caps max_tokens by it (responses cut short).
+        found.append(
+            error(
+                ("data.max_prompt_length", "data.max_response_length"),
+                f"max_prompt_length+max_response_length={cfg.data.max_prompt_length}+"
+                f"{cfg.data.max_response_length}={needed} exceeds {cfg.model.name}'s max_position_embeddings="
+                f"{ceiling} (vLLM's context when max_model_len is unset); keep the sum at most {ceiling}",
+            )
+        )
     if in_use is not None and needed > in_use:
         found.append(
             error(

@@ -47,6 +47,13 @@ ARCH_SWITCHES = {
     "experimental_attention_variant": "gated_delta_net",
     "multi_latent_attention": False,
     "moe_layer_freq": 1,
+    # Qwen3.5's blocks as Megatron-Bridge builds them (the same values verl_qwen35/validators.py
+    # `facts_config` hands TransformerConfig): another value builds layers the checkpoint has no weights for.
+    "normalization": "RMSNorm",
+    "layernorm_zero_centered_gamma": True,
+    "gated_linear_unit": True,
+    "add_bias_linear": False,
+    "attention_output_gate": True,
 }
 # transformer_config.py: allowed recompute_modules for selective recompute.
 RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
