@@ -192,6 +192,18 @@ REFUSED = [
     # transformer_block.py uniform recompute over 12-layer chunks (pp=4)
     ("122b_npu", [f"{M}.recompute_num_layers=5"], "recompute_num_layers"),
     ("397b_gpu", ["parallel.pp=8"], "parallel.pp"),
+    # verl 0.9.1 workers/engine/megatron/transformer_impl.py: "calculate_per_token_loss=True requires
+    # use_remove_padding=True", and packed sequences are out for Gated DeltaNet on megatron-core 0.16
+    ("122b_npu", [f"{ADD}.calculate_per_token_loss=true"], "calculate_per_token_loss"),
+    # moe/experts.py: "`moe_apply_probs_on_input` only works with `moe_router_topk`=1." (asserted in forward)
+    ("35b_gpu", [f"{ADD}.moe_apply_probs_on_input=true"], "moe_apply_probs_on_input"),
+    # transformer_config.py: overlap_moe_expert_parallel_comm refuses full recompute
+    ("35b_gpu", [f"{ADD}.overlap_moe_expert_parallel_comm=true"], "overlap_moe_expert_parallel_comm"),
+    # whole-subtree parity: keys our megatron node does not feed
+    ("35b_gpu", [f"{ARR}.actor.megatron.use_dist_checkpointing=true"], "use_dist_checkpointing"),
+    ("35b_gpu", [f"+{ARR}.ref.megatron.override_ddp_config.grad_reduce_in_fp32=true"], "override_ddp_config"),
+    ("397b_npu", [f"{ADD}.moe_router_topk=600"], "moe_router_topk"),
+    ("35b_gpu", [f"{ADD}.moe_router_topk=8.5"], "moe_router_topk"),
 ]
 
 # Real settings that must pass.
@@ -292,6 +304,14 @@ ACCEPTED += [
     ("122b_npu", [f"{ADD}.sequence_parallel=false"]),
     ("35b_gpu", [f"{M}.recompute_granularity=null"]),
     ("122b_gpu", [f"{ADD}.add_bias_linear=false", f"{ADD}.normalization=RMSNorm"]),
+    # vllm_async_server.py _validate_configs only warns and raises max_num_batched_tokens itself
+    ("35b_gpu", [f"{ARR}.rollout.max_num_batched_tokens=1000", f"{ARR}.rollout.enable_chunked_prefill=false"]),
+    ("35b_gpu", [f"{M}.recompute_granularity=selective", f"{M}.recompute_num_layers=null"]),
+    ("35b_gpu", ["+megatron.override_ddp_config.grad_reduce_in_fp32=true"]),
+    (
+        "35b_gpu",
+        [f"{ADD}.moe_apply_probs_on_input=true", f"{ADD}.moe_router_topk=1", f"{ADD}.moe_router_pre_softmax=true"],
+    ),
 ]
 PUBLISHED = ["35b_gpu", "35b_npu", "122b_gpu", "122b_npu", "397b_gpu", "397b_npu"]
 

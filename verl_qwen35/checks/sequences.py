@@ -51,6 +51,18 @@ def packing_problems(cfg: DictConfig, mcore: tuple[int, int] | None) -> list[Pro
                         f"Gated DeltaNet cannot use here; set {key}=false",
                     )
                 )
+    per_token = "megatron.override_transformer_config.calculate_per_token_loss"
+    if cfg.megatron.override_transformer_config.get("calculate_per_token_loss") and not cfg.megatron.use_remove_padding:
+        # verl 0.9.1 verl/workers/engine/megatron/transformer_impl.py (forward_backward_batch):
+        # "calculate_per_token_loss=True requires use_remove_padding=True" (padded batches skew the MoE aux/z
+        # loss against per-token gradients).
+        found.append(
+            error(
+                (per_token, "megatron.use_remove_padding"),
+                "=true needs packed sequences (megatron.use_remove_padding=true; verl raises otherwise at the first "
+                f"step), which Qwen3.5's Gated DeltaNet cannot use here; drop {per_token}",
+            )
+        )
     return found
 
 
