@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the project and its test extra into a fresh virtualenv, then run the whole test suite.
+# Install the project and its test extra (which holds the launch extra: verl's runtime) into a fresh
+# virtualenv, then run the whole test suite.
 #
 #   bash scripts/test.sh [0.9|0.8] [pytest args...]     (default 0.9)
 #

@@ -3,6 +3,7 @@
 import pickle
 import shutil
 
+import pytest
 from omegaconf import OmegaConf
 
 from verl_qwen35 import config_cache
@@ -40,13 +41,24 @@ def test_a_changed_file_is_parsed_again(monkeypatch, tmp_path):
     assert compose(["model=35b", "device=gpu"]).trainer.total_epochs == 3
 
 
-def test_a_torn_cache_file_is_a_miss(monkeypatch, tmp_path):
+@pytest.mark.parametrize("blob", [b"not a pickle", pickle.dumps(["a foreign pickle"]), b""])
+def test_a_torn_or_foreign_cache_file_is_a_miss(monkeypatch, tmp_path, blob):
     monkeypatch.setattr(config_cache, "CACHE_DIR", tmp_path)
     monkeypatch.setattr(config_cache, "_memory", {})
     text = "a: ${b}\nb: 1\n"
-    (tmp_path / f"{config_cache.cache_key(text)}.pickle").write_bytes(b"not a pickle")
+    (tmp_path / f"{config_cache.cache_key(text)}.pickle").write_bytes(blob)
     assert OmegaConf.to_container(config_cache.parse(text), resolve=True) == {"a": 1, "b": 1}
     assert pickle.loads((tmp_path / f"{config_cache.cache_key(text)}.pickle").read_bytes()) == {"a": "${b}", "b": 1}
+
+
+def test_a_cache_dir_that_is_a_file_only_costs_speed(monkeypatch, tmp_path):
+    """VERL_QWEN35_CACHE_DIR pointing to a file: nothing read or written there, the parse still works."""
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    monkeypatch.setattr(config_cache, "CACHE_DIR", afile)
+    monkeypatch.setattr(config_cache, "_memory", {})
+    assert OmegaConf.to_container(config_cache.parse("x: 1\n")) == {"x": 1}
+    assert afile.read_text() == "keep"
 
 
 def test_each_parse_is_a_fresh_object(monkeypatch):

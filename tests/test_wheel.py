@@ -14,6 +14,8 @@ import sys
 import sysconfig
 import venv
 import zipfile
+from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -156,3 +158,144 @@ def test_installed_wheel_sweeps_with_its_sweeper(new_venv: tuple[Path, Path], ou
     ).stdout
     assert "sweep: 2 job(s), 2 valid, 0 refused" in out, out
     assert "ComposeOnceSweeper" in (sweep / "multirun.yaml").read_text()
+
+
+# ---- The README's config-only install: no torch, Ray or vLLM, verl's YAML present -----------------
+
+_RUNTIME = {"torch", "ray", "vllm"}
+_LIGHT_LIMIT_MB = 150
+
+
+@dataclass(frozen=True)
+class Light:
+    bin: Path
+    before_verl: subprocess.CompletedProcess[str]  # a dry run before verl was installed
+
+
+def _light_run(light: Light, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = args[0] if args[0].startswith("verl-qwen35") else "verl-qwen35"
+    rest = args[1:] if command == args[0] else args
+    return subprocess.run(
+        [str(light.bin / command), *rest], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture(scope="module")
+def light(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Light:
+    """A new venv with the package and its dependencies, then verl without its own (README, Set up)."""
+    root = tmp_path_factory.mktemp("light") / "venv"
+    venv.EnvBuilder(with_pip=False).create(root)
+    pip = [sys.executable, "-m", "pip", "--python", root / "bin" / "python", "install", "--quiet"]
+    _run([*pip, wheel], cwd=root, timeout=300)
+    before = subprocess.run(
+        [str(root / "bin" / "verl-qwen35"), "dry_run=true"], cwd=root, env=_env(), capture_output=True, text=True
+    )
+    # The verl this suite runs against, as the README's `pip install --no-deps 'verl==0.9.1'` does.
+    _run([*pip, "--no-deps", f"verl=={metadata.version('verl')}"], cwd=root, timeout=300)
+    return Light(root / "bin", before)
+
+
+def test_light_install_has_verl_configs_and_no_runtime(light: Light, outside: Path) -> None:
+    listed = _run([sys.executable, "-m", "pip", "--python", light.bin / "python", "list", "--format=json"], cwd=outside)
+    names = {p["name"].lower() for p in json.loads(listed.stdout)}
+    assert {"verl", "verl-qwen35", "hydra-core", "omegaconf"} <= names
+    assert not names & _RUNTIME, f"a config-only install holds {names & _RUNTIME}"
+    probe = _run([light.bin / "python", "-c", _PROBE], cwd=outside)
+    assert (Path(json.loads(probe.stdout)["verl_config"]) / "ppo_trainer.yaml").is_file()
+    size = sum(f.stat().st_size for f in light.bin.parent.rglob("*") if f.is_file() and not f.is_symlink())
+    assert size < _LIGHT_LIMIT_MB * 2**20, f"config-only venv is {size / 2**20:.0f} MB"
+
+
+def test_light_install_without_verl_says_what_to_install(light: Light) -> None:
+    assert light.before_verl.returncode == 2
+    assert "Traceback" not in light.before_verl.stderr
+    assert "verl is not installed" in light.before_verl.stderr
+    assert "pip install --no-deps 'verl==" in light.before_verl.stderr and "[launch]" in light.before_verl.stderr
+
+
+def test_light_install_dry_runs_prints_sweeps_and_diffs(light: Light, tmp_path: Path) -> None:
+    done = _light_run(light, "device=npu", "model=122b", "dry_run=true", cwd=tmp_path)
+    assert done.returncode == 0 and _DRY_RUN_OK.search(done.stdout), done.stdout + done.stderr
+    assert "tp=2 pp=4" in done.stdout
+    printed = _light_run(light, "device=npu", "model=122b", "--cfg", "job", "-p", "parallel", cwd=tmp_path)
+    assert printed.returncode == 0 and "devices_per_node: 16" in printed.stdout, printed.stderr
+    sweep = _light_run(light, "-m", "device=npu,gpu", "model=35b", "dry_run=true", cwd=tmp_path)
+    assert sweep.returncode == 0 and "2 valid, 0 refused" in sweep.stdout, sweep.stdout + sweep.stderr
+    diff = _light_run(light, "verl-qwen35-diff", "device=gpu model=122b", "device=npu model=122b", cwd=tmp_path)
+    assert diff.returncode == 1 and "trainer.n_gpus_per_node" in diff.stdout, diff.stderr
+    presets = _light_run(light, "--presets", cwd=tmp_path)
+    assert presets.returncode == 0 and "122b_npu" in presets.stdout
+
+
+def test_light_install_checks_data_files_it_cannot_read(light: Light, tmp_path: Path) -> None:
+    import pandas as pd
+
+    data = tmp_path / "train.parquet"
+    pd.DataFrame({"prompt": ["x"]}).to_parquet(data)
+    done = _light_run(light, "dry_run=true", f"data.train_files={data}", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert f"WARNING [data.train_files] pyarrow is not installed here: the columns of {data} are not checked" in (
+        done.stderr
+    )
+
+
+@pytest.mark.parametrize("mode", ["full", "false"])
+def test_light_install_refuses_what_needs_verl_runtime(light: Light, tmp_path: Path, mode: str) -> None:
+    done = _light_run(light, "device=gpu", "model=35b", f"dry_run={mode}", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    refusal = next(line for line in done.stderr.splitlines() if line.startswith("ERROR   [dry_run]"))
+    assert "config-only install" in refusal and "[launch]'" in refusal and "dry_run=true" in refusal
+    assert not list(tmp_path.rglob("launch.yaml"))
+
+
+def test_readme_config_only_command_is_the_one_tested_here() -> None:
+    """The README's first set-up command is this file's light install: the package, then verl alone."""
+    from verl_qwen35.install import CONFIG_ONLY_VERL
+
+    first = next(line for line in (REPO / "README.md").read_text().splitlines() if "-m venv" in line)
+    assert f"pip install -e . && {CONFIG_ONLY_VERL} && verl-qwen35 " in first and "dry_run=true" in first
+
+
+def test_light_install_runs_the_config_only_commands(light: Light, tmp_path: Path) -> None:
+    from verl_qwen35.cli_help import RELATED
+
+    shipped = [r for r in RELATED if r.config_only and (REPO / (r.module.replace(".", "/") + ".py")).is_file()]
+    assert "verl_qwen35.diff" in {r.module for r in shipped}
+    for command in shipped:  # importable and runnable without torch, Ray or verl's runtime
+        done = subprocess.run(
+            [str(light.bin / "python"), "-m", command.module, "--help"],
+            cwd=tmp_path,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0 and "Traceback" not in done.stderr, f"{command.module}: {done.stderr}"
+
+
+def test_light_install_data_command_names_its_missing_client(light: Light, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [str(light.bin / "python"), "-m", "verl_qwen35.data", "--out", str(tmp_path / "geo3k")],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "huggingface_hub is not installed here: pip install huggingface_hub" in done.stderr
+    assert not list((tmp_path / "geo3k").iterdir())
+
+
+def test_light_install_estimates_memory_and_plans_layouts(light: Light, tmp_path: Path) -> None:
+    def module(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [str(light.bin / "python"), "-m", *args]
+        return subprocess.run(command, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
+
+    estimate = module("verl_qwen35.estimate", "device=gpu", "model=35b")
+    assert estimate.returncode == 0, estimate.stderr
+    assert estimate.stdout.startswith("params ") and "fits: yes" in estimate.stdout
+    layouts = module("verl_qwen35.layouts", "device=gpu", "model=35b", "--top", "2")
+    assert layouts.returncode == 0, layouts.stderr
+    assert "\n1 " in layouts.stdout and "\ncurrent " in layouts.stdout

@@ -14,6 +14,7 @@ import hydra
 from omegaconf import DictConfig
 from omegaconf.errors import InterpolationResolutionError
 
+from verl_qwen35 import cli_help
 from verl_qwen35.choices import check_choices, implicit_overrides
 from verl_qwen35.cmdline import CommandLine, parse_command_line
 from verl_qwen35.errors import UserError, answered
@@ -97,6 +98,8 @@ def interpolation_named_by_override(line: CommandLine) -> Iterator[None]:
 
 
 def main() -> None:
+    if cli_help.handled(sys.argv[1:], _hydra_main):  # --help, --presets, --help-full, shell completion
+        return
     # A user who sets HYDRA_FULL_ERROR asks for Hydra's tracebacks; everyone else gets one message.
     with answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=_sweep_interrupted):
         line = prepare(sys.argv[1:])

@@ -11,6 +11,7 @@ from verl_qwen35.checks.memory import memory_column
 from verl_qwen35.checks.parity import link_patch
 from verl_qwen35.environment import from_shell, job_environment
 from verl_qwen35.errors import UserError, answered, resolve_naming_key
+from verl_qwen35.install import runtime_problems
 from verl_qwen35.launch_record import LAUNCH_FILE, absolute_checkpoint_dir, write_launch_file
 from verl_qwen35.plan import plan_lines
 from verl_qwen35.secret_scan import redact
@@ -57,6 +58,8 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
         )
     # A submitted run gets the real validators and the machine checks on the cluster, in its relaunch.
     here = mode == "full" or (mode == "launch" and not submitting(cfg))
+    if here:  # a config-only install stops here, naming the install that runs verl
+        found += runtime_problems(mode)
     if here and not [p for p in found if p.level == "error"]:
         from verl_qwen35.validators import real_problems  # imports torch, megatron-core and verl
 

@@ -85,9 +85,9 @@ def _blob(text: str) -> bytes:
     path = CACHE_DIR / f"{key}.pickle" if CACHE_DIR else None
     try:
         blob = path.read_bytes() if path else None
-        if blob is not None:
-            pickle.loads(blob)  # a torn or foreign file is a miss, not an error
-    except Exception:
+        if blob is not None and not isinstance(pickle.loads(blob), DictConfig | ListConfig):
+            blob = None  # a foreign pickle (not a parsed config) is a miss too
+    except Exception:  # a torn or unreadable file is a miss, not an error
         blob = None
     if blob is None:
         blob = pickle.dumps(OmegaConf.load(io.StringIO(text)), protocol=pickle.HIGHEST_PROTOCOL)

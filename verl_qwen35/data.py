@@ -5,16 +5,19 @@ branch. Launching never downloads; preflight points here when a file is missing.
 """
 
 import argparse
+import importlib.util
 import os
 import sys
 from pathlib import Path
+
+from verl_qwen35.install import launch_install_command
 
 REPO = "tyzhu/geo3k"
 FILES = ("train.parquet", "test.parquet")
 
 
 class OfflineError(RuntimeError):
-    """The hub could not be reached; nothing was half-written."""
+    """The hub could not be reached (or no hub client is installed); nothing was half-written."""
 
 
 def fetch(out: Path, repo: str = REPO, files: tuple[str, ...] = FILES) -> list[Path]:
@@ -34,6 +37,10 @@ def fetch(out: Path, repo: str = REPO, files: tuple[str, ...] = FILES) -> list[P
 
 
 def _download(repo: str, name: str, out: Path) -> Path:
+    if importlib.util.find_spec("huggingface_hub") is None:  # a config-only install; verl's runtime brings it
+        raise OfflineError(
+            f"huggingface_hub is not installed here: pip install huggingface_hub (or {launch_install_command()})"
+        )
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 

@@ -49,11 +49,24 @@ def cluster_devices(address: str, resource: str) -> list[float]:
         ray.shutdown()
 
 
+class DeclaredError(ValueError):
+    """A device count declared in ray_kwargs.ray_init that Ray could not use."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
 def local_devices(cfg: DictConfig, resource: str) -> int:
     """What a local Ray started by verl would advertise (ray/_private/resource_and_label_spec.py)."""
     ray_init = _ray_init(cfg)
     declared = ray_init.get("num_gpus") if resource == "GPU" else (ray_init.get("resources") or {}).get(resource)
     if declared is not None:
+        if isinstance(declared, bool) or not isinstance(declared, int | float) or declared < 0:
+            key = f"{RAY_INIT}.num_gpus" if resource == "GPU" else f"{RAY_INIT}.resources.{resource}"
+            raise DeclaredError(
+                key, f"{key}={declared!r}: must be a number of devices >= 0 (or absent: Ray detects them)"
+            )
         return int(declared)
     from ray._private.accelerators import get_accelerator_manager_for_resource
 
@@ -76,6 +89,17 @@ def start_lines(device: str, per_node: int) -> str:
     )
 
 
+def _address_source(cfg: DictConfig) -> str:
+    """Where the address came from, so the message names what to change."""
+    import os
+
+    if _ray_init(cfg).get("address"):
+        return f"{RAY_INIT}.address={_ray_init(cfg)['address']}"
+    if os.environ.get("RAY_ADDRESS"):
+        return f"from your shell's RAY_ADDRESS={os.environ['RAY_ADDRESS']}; unset it or export RAY_ADDRESS=local"
+    return "the last `ray start` on this machine"
+
+
 def device_problems(cfg: DictConfig, device: str) -> list[Problem]:
     resource = RESOURCE[device]
     nnodes, per_node = int(cfg.trainer.nnodes), int(cfg.trainer.n_gpus_per_node)
@@ -84,9 +108,12 @@ def device_problems(cfg: DictConfig, device: str) -> list[Problem]:
     try:
         address = cluster_address(cfg)
     except (ConnectionError, ValueError) as err:
-        return [error(f"{RAY_INIT}.address", f"no usable Ray cluster address: {err}")]
+        return [error(f"{RAY_INIT}.address", f"no usable Ray cluster address ({_address_source(cfg)}): {err}")]
     if address is None:
-        found = local_devices(cfg, resource)
+        try:
+            found = local_devices(cfg, resource)
+        except DeclaredError as err:
+            return [error(err.key, str(err))]
         if nnodes == 1 and found >= per_node:
             return []
         why = (
@@ -97,7 +124,12 @@ def device_problems(cfg: DictConfig, device: str) -> list[Problem]:
     try:
         per_ray_node = cluster_devices(address, resource)
     except Exception as err:  # ray.init raises ConnectionError, RuntimeError, ... on an unreachable cluster
-        return [error(f"{RAY_INIT}.address", f"cannot reach the Ray cluster at {address}: {type(err).__name__}: {err}")]
+        return [
+            error(
+                f"{RAY_INIT}.address",
+                f"cannot reach the Ray cluster at {address} ({_address_source(cfg)}): {type(err).__name__}: {err}",
+            )
+        ]
     usable = [n for n in per_ray_node if n >= per_node]
     if len(usable) >= nnodes:
         return []

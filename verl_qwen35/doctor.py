@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from verl_qwen35.choices import detect_device
-from verl_qwen35.stack import MATRIX_DIR, Verdict, stack_verdicts
+from verl_qwen35.stack import MATRIX_DIR, MatrixError, Verdict, stack_verdicts
 
 DEVICES = sorted(p.stem for p in MATRIX_DIR.glob("*.yaml"))
 
@@ -40,7 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     if not matrix.is_file():
         print(f"doctor: --matrix {matrix} does not exist", file=sys.stderr)
         return 2
-    verdicts = stack_verdicts(matrix)
+    try:
+        verdicts = stack_verdicts(matrix)
+    except MatrixError as err:
+        print(f"doctor: --matrix {err}", file=sys.stderr)
+        return 2
     failing = [v for v in verdicts if not v.ok]
     if args.format == "json":
         print(json.dumps({"device": device, "ok": not failing, "components": [asdict(v) for v in verdicts]}, indent=2))
@@ -53,4 +57,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from verl_qwen35.errors import answered
+
+    with answered("python -m verl_qwen35.doctor"):  # `| head` ends quietly
+        code = main()
+        sys.stdout.flush()
+    sys.exit(code)

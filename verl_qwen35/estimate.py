@@ -20,12 +20,14 @@ import math
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
 from verl_qwen35.checks.layout import Layout
 
+PROG = "python -m verl_qwen35.estimate"
 GIB = 2**30
 BF16 = 2
 FP32 = 4
@@ -41,6 +43,71 @@ VLLM_MAX_BATCHED_TOKENS = 8192  # verl rollout.max_num_batched_tokens default
 LOGIT_BYTES = BF16 + FP32 + FP32
 # Forward-only log-prob passes: the bf16 logits and one fp32 log-softmax buffer per logit.
 LOG_PROB_LOGIT_BYTES = BF16 + FP32
+
+
+class InputError(ValueError):
+    """A value the estimate reads is missing, null, of the wrong type or out of range.
+
+    Every read of `Settings.of` and `ModelFacts.of` goes through `_number`/`_flag`, so this is the
+    one place that decides what the estimate accepts; the message names the key, the value and
+    what would be right (the preflight, the estimate CLI and the planner all print it as is).
+    """
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+_MISSING = object()
+
+
+def _number(
+    node: Any,
+    name: str,
+    where: str,
+    *,
+    whole: bool = True,
+    low: float = 1,
+    high: float | None = None,
+    above: bool = False,
+    optional: bool = False,
+    default: Any = _MISSING,
+    hint: str = "",
+) -> Any:
+    """`node[name]` as an int (whole) or a finite float in [low, high] (or (low, high] when above)."""
+    key = f"{where}.{name}"
+    value = node.get(name, _MISSING) if node is not None else _MISSING
+    if value is _MISSING or value is None:
+        if default is not _MISSING:
+            return default
+        if optional:
+            return None
+        what = "is missing" if value is _MISSING else "is null"
+        raise InputError(key, f"{key} {what}: the memory estimate needs {_expected(whole, low, high, above)}{hint}")
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and whole and isinstance(value, float):
+        ok = value.is_integer()
+    if ok:
+        ok = (value > low if above else value >= low) and (high is None or value <= high)
+    if not ok:
+        raise InputError(key, f"{key}={value!r}: must be {_expected(whole, low, high, above)}{hint}")
+    return int(value) if whole else float(value)
+
+
+def _expected(whole: bool, low: float, high: float | None, above: bool) -> str:
+    kind = "an integer" if whole else "a number"
+    bound = f"{'>' if above else '>='} {low:g}" + (f" and <= {high:g}" if high is not None else "")
+    return f"{kind} {bound}"
+
+
+def _flag(node: Any, name: str, where: str, default: bool = False) -> bool:
+    """`node[name]` as a bool: true/false (null or absent: the default); a string like "maybe" is refused."""
+    value = node.get(name) if node is not None else None
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise InputError(f"{where}.{name}", f"{where}.{name}={value!r}: must be true or false")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,28 +151,37 @@ class ModelFacts:
     def of(cls, m: "Mapping[str, Any] | ModelFacts") -> "ModelFacts":
         if isinstance(m, ModelFacts):
             return m
-        h, L, hd = m["hidden_size"], m["num_layers"], m["head_dim"]
-        heads, kv = m["num_attention_heads"], m["num_key_value_heads"]
-        hk, hv = m["linear_num_key_heads"], m["linear_num_value_heads"]
-        dk, dv = m["linear_key_head_dim"], m["linear_value_head_dim"]
-        kernel = m.get("linear_conv_kernel_dim") or CONV_KERNEL
-        interval = m["full_attention_interval"]
+        hint = " (the HF text_config fact; a model of your own needs it in model/<name>.yaml)"
+
+        def fact(name: str, low: int = 1, **kw: Any) -> int:
+            return _number(m, name, "model", low=low, hint=hint, **kw)
+
+        h, L, hd = fact("hidden_size"), fact("num_layers"), fact("head_dim")
+        heads, kv = fact("num_attention_heads"), fact("num_key_value_heads")
+        hk, hv = fact("linear_num_key_heads"), fact("linear_num_value_heads")
+        dk, dv = fact("linear_key_head_dim"), fact("linear_value_head_dim")
+        kernel = fact("linear_conv_kernel_dim", default=CONV_KERNEL)
+        interval = fact("full_attention_interval")
+        experts = fact("num_experts")
+        topk = fact("num_experts_per_tok", high=experts)
+        vocab, moe_ffn = fact("vocab_size"), fact("moe_intermediate_size")
+        shared_ffn = fact("shared_expert_intermediate_size", low=0)
         # Layer i is full attention when (i + 1) % interval == 0 (HF `layer_types`).
         prefix = [0]
         for i in range(L):
             prefix.append(prefix[-1] + ((i + 1) % interval == 0))
         conv_dim = 2 * hk * dk + hv * dv
         gdn_split = h * conv_dim + h * hv * dv + 2 * h * hv + conv_dim * kernel + 2 * hv + hv * dv * h
-        tied = bool(m.get("tie_word_embeddings") or False)
+        tied = _flag(m, "tie_word_embeddings", "model")
         return cls(
             num_layers=L,
             hidden=h,
             heads=heads,
             kv_heads=kv,
             head_dim=hd,
-            experts=m["num_experts"],
-            topk=m["num_experts_per_tok"],
-            vocab=m["vocab_size"],
+            experts=experts,
+            topk=topk,
+            vocab=vocab,
             attention_layers=prefix[-1],
             gdn_layers=L - prefix[-1],
             attn_split=2 * heads * hd * h + heads * hd * h,
@@ -113,11 +189,11 @@ class ModelFacts:
             attn_replicated=2 * hd + 2 * h,
             gdn_split=gdn_split,
             gdn_replicated=dv + 2 * h,
-            expert=3 * h * m["moe_intermediate_size"],
-            shared=3 * h * m["shared_expert_intermediate_size"],
-            router=m["num_experts"] * h + h,
-            embedding=m["vocab_size"] * h,
-            output=0 if tied else m["vocab_size"] * h,
+            expert=3 * h * moe_ffn,
+            shared=3 * h * shared_ffn,
+            router=experts * h + h,
+            embedding=vocab * h,
+            output=0 if tied else vocab * h,
             mtp_extra=2 * h * h + 3 * h,
             gdn_conv_dim=conv_dim,
             gdn_value_heads=hv,
@@ -210,59 +286,83 @@ class Settings:
 
     @classmethod
     def of(cls, cfg: DictConfig) -> "Settings":
+        """Read (and check, see `InputError`) every key the estimate uses, once."""
         arr = cfg.actor_rollout_ref
         actor, rollout, mg = arr.actor, arr.rollout, arr.actor.megatron
+        A, R, M = "actor_rollout_ref.actor", "actor_rollout_ref.rollout", "actor_rollout_ref.actor.megatron"
+        OTC, OOC = f"{M}.override_transformer_config", f"{A}.optim.override_optimizer_config"
         otc = mg.get("override_transformer_config") or {}
         optim = actor.optim
         ooc = optim.get("override_optimizer_config") or {}
-        hw = cfg.hardware
+        hw = cfg.get("hardware")
         vllm_kwargs = (rollout.get("engine_kwargs") or {}).get("vllm") or {}
-        max_model_len = rollout.get("max_model_len") or vllm_kwargs.get("max_model_len")
-        precision_aware = bool(ooc.get("use_precision_aware_optimizer") or optim.get("use_precision_aware_optimizer"))
+        max_model_len = _number(rollout, "max_model_len", R, optional=True)
+        if max_model_len is None:
+            max_model_len = _number(vllm_kwargs, "max_model_len", f"{R}.engine_kwargs.vllm", optional=True)
+        precision_aware = _flag(ooc, "use_precision_aware_optimizer", OOC) or _flag(
+            optim, "use_precision_aware_optimizer", f"{A}.optim"
+        )
         dtype_bytes = {"fp32": FP32, "float32": FP32, "bf16": BF16, "bfloat16": BF16, "fp16": BF16, "float16": BF16}
 
         def optimizer_dtype(key: str) -> int:
             return dtype_bytes.get(str(optim.get(key, "fp32")), FP32) if precision_aware else FP32
 
-        uses_ref = bool(actor.get("use_kl_loss") or cfg.algorithm.get("use_kl_in_reward"))
+        # Capacities: positive sizes, and the reserve must leave something of the device.
+        device_memory = _number(hw, "device_memory_gib", "hardware", whole=False, low=0, above=True)
+        reserved = _number(
+            hw, "reserved_gib", "hardware", whole=False, low=0, high=device_memory,
+            hint=f" (a part of hardware.device_memory_gib={device_memory:g})",
+        )  # fmt: skip
+        uses_ref = _flag(actor, "use_kl_loss", A) or _flag(cfg.algorithm, "use_kl_in_reward", "algorithm")
         # The old-policy log-probs run with the rollout's log-prob micro-batch, the ref's with its own.
-        log_prob_sides = [rollout] + ([arr.ref] if uses_ref else [])
-        log_prob_micro = max(int(side.get("log_prob_micro_batch_size_per_gpu") or 1) for side in log_prob_sides)
-        dynamic = [side for side in log_prob_sides if side.get("log_prob_use_dynamic_bsz")]
-        param_offload = bool(mg.get("param_offload"))
+        sides = [(rollout, R)] + ([(arr.ref, "actor_rollout_ref.ref")] if uses_ref else [])
+        log_prob_micro = max(_number(node, "log_prob_micro_batch_size_per_gpu", w, default=1) for node, w in sides)
+        dynamic = [(node, w) for node, w in sides if _flag(node, "log_prob_use_dynamic_bsz", w)]
+        param_offload = _flag(mg, "param_offload", M)
+        dynamic_bsz = _flag(actor, "use_dynamic_bsz", A)
+        rollout_n = _number(rollout, "n", R)
         return cls(
-            device_memory_gib=float(hw.device_memory_gib),
-            host_memory_gib=float(hw.host_memory_gib),
-            reserved_gib=float(hw.reserved_gib),
-            prompt_length=int(cfg.data.max_prompt_length),
-            response_length=int(cfg.data.max_response_length),
+            device_memory_gib=device_memory,
+            host_memory_gib=_number(hw, "host_memory_gib", "hardware", whole=False, low=0, above=True),
+            reserved_gib=reserved,
+            prompt_length=_number(cfg.data, "max_prompt_length", "data"),
+            response_length=_number(cfg.data, "max_response_length", "data"),
             max_model_len=max_model_len,
-            micro_batch=int(actor.ppo_micro_batch_size_per_gpu or 1),
-            max_token_len=actor.ppo_max_token_len_per_gpu if actor.use_dynamic_bsz else None,
-            mini_batch_sequences=int(actor.ppo_mini_batch_size) * int(rollout.n),
-            step_sequences=int(cfg.data.train_batch_size) * int(rollout.n),
+            micro_batch=_number(actor, "ppo_micro_batch_size_per_gpu", A, default=1),
+            max_token_len=_number(actor, "ppo_max_token_len_per_gpu", A) if dynamic_bsz else None,
+            mini_batch_sequences=_number(actor, "ppo_mini_batch_size", A) * rollout_n,
+            step_sequences=_number(cfg.data, "train_batch_size", "data") * rollout_n,
             param_offload=param_offload,
-            grad_offload=bool(mg.get("grad_offload", param_offload)),
-            optimizer_offload=bool(mg.get("optimizer_offload")),
-            optimizer_cpu_offload=bool(ooc.get("optimizer_cpu_offload")),
-            optimizer_offload_fraction=float(ooc.get("optimizer_offload_fraction", 1.0)),
+            grad_offload=_flag(mg, "grad_offload", M, default=param_offload),
+            optimizer_offload=_flag(mg, "optimizer_offload", M),
+            optimizer_cpu_offload=_flag(ooc, "optimizer_cpu_offload", OOC),
+            optimizer_offload_fraction=_number(
+                ooc, "optimizer_offload_fraction", OOC, whole=False, low=0, high=1, default=1.0
+            ),
             grad_bytes=optimizer_dtype("main_grads_dtype"),
             optimizer_bytes=FP32 + optimizer_dtype("exp_avg_dtype") + optimizer_dtype("exp_avg_sq_dtype"),
             recompute_granularity=otc.get("recompute_granularity"),
             recompute_method=otc.get("recompute_method"),
-            recompute_num_layers=otc.get("recompute_num_layers"),
-            sequence_parallel=bool(mg.get("sequence_parallel", True)),
+            recompute_num_layers=_number(otc, "recompute_num_layers", OTC, optional=True),
+            sequence_parallel=_flag(mg, "sequence_parallel", M, default=True),
             uses_reference=uses_ref,
-            mtp_layers=int(otc.get("mtp_num_layers") or 0),
-            first_last=(otc.get("num_layers_in_first_pipeline_stage"), otc.get("num_layers_in_last_pipeline_stage")),
-            gpu_memory_utilization=float(rollout.gpu_memory_utilization),
-            max_num_seqs=int(rollout.get("max_num_seqs") or VLLM_MAX_NUM_SEQS),
-            max_num_batched_tokens=int(rollout.get("max_num_batched_tokens") or VLLM_MAX_BATCHED_TOKENS),
+            mtp_layers=_number(otc, "mtp_num_layers", OTC, low=0, default=0),
+            first_last=(
+                _number(otc, "num_layers_in_first_pipeline_stage", OTC, low=0, optional=True),
+                _number(otc, "num_layers_in_last_pipeline_stage", OTC, low=0, optional=True),
+            ),
+            gpu_memory_utilization=_number(
+                rollout, "gpu_memory_utilization", R, whole=False, low=0, high=1, above=True
+            ),
+            max_num_seqs=_number(rollout, "max_num_seqs", R, default=VLLM_MAX_NUM_SEQS),
+            max_num_batched_tokens=_number(rollout, "max_num_batched_tokens", R, default=VLLM_MAX_BATCHED_TOKENS),
             # verl/third_party/vllm/__init__.py: VLLM_SLEEP_LEVEL is 1 on Ascend (weights kept in host
             # memory), 2 on GPU with vLLM >= 0.18 (weights dropped, re-synced from the actor).
-            vllm_sleep_level=1 if cfg.trainer.get("device") == "npu" or rollout.get("layered_summon") else 2,
+            vllm_sleep_level=1 if cfg.trainer.get("device") == "npu" or _flag(rollout, "layered_summon", R) else 2,
             log_prob_micro_batch=log_prob_micro,
-            log_prob_max_token_len=max((int(d.log_prob_max_token_len_per_gpu) for d in dynamic), default=None),
+            log_prob_max_token_len=max(
+                (_number(node, "log_prob_max_token_len_per_gpu", w) for node, w in dynamic), default=None
+            ),
         )
 
 
@@ -564,6 +664,11 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
     )
 
 
+def read_inputs(cfg: DictConfig) -> tuple[ModelFacts, Settings]:
+    """The model facts and settings of a resolved config; `InputError` names the first unusable key."""
+    return ModelFacts.of(cfg.get("model") or {}), Settings.of(cfg)
+
+
 def estimate(cfg: DictConfig) -> MemoryEstimate:
     """The estimate of one resolved config: its model facts, its layout, its verl keys."""
     return estimate_layout(ModelFacts.of(cfg.model), Layout.of(cfg), Settings.of(cfg))
@@ -583,30 +688,46 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m verl_qwen35.estimate device=npu model=122b [--format json]`: exit 0 when it fits, 2 when not."""
     import argparse
 
-    from omegaconf import OmegaConf
+    from verl_qwen35.errors import answered
 
-    from verl_qwen35.checks.memory import estimable, memory_problems
-    from verl_qwen35.compose import compose
-
-    parser = argparse.ArgumentParser(prog="python -m verl_qwen35.estimate", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog=PROG, description=main.__doc__)
     parser.add_argument("overrides", nargs="*", help="the same overrides as python -m verl_qwen35")
     parser.add_argument("--format", choices=("text", "json"), default="text")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--config-dir", "-cd", type=Path, help="a directory of your own config groups, as for the entrypoint"
+    )
+    args = parser.parse_intermixed_args(argv)
+    # The entrypoint's answers: Hydra/OmegaConf/YAML mistakes and refusals exit 2, `| head` ends quietly.
+    with answered(PROG):
+        code = _report(args.overrides, args.format, [args.config_dir] if args.config_dir else [])
+        sys.stdout.flush()  # a closed pipe shows here, inside `answered`, not at interpreter exit
+    return code
+
+
+def _report(overrides: list[str], fmt: str, config_dirs: list[Path]) -> int:
+    from verl_qwen35.checks.memory import estimable, memory_problems
+    from verl_qwen35.compose import compose
+    from verl_qwen35.errors import resolve_naming_key
+
+    cfg = compose(overrides, config_dirs=config_dirs)
+    resolve_naming_key(cfg)
     try:
-        cfg = compose(args.overrides)
-        OmegaConf.resolve(cfg)
-    except Exception as err:  # composition and interpolation errors end the same way as in the entrypoint
-        print(f"verl_qwen35.estimate: {type(err).__name__}: {err}", file=sys.stderr)
+        read_inputs(cfg)
+    except InputError as err:
+        print(f"ERROR   [{err.key}] {err}", file=sys.stderr)
+        print(f"{PROG}: no estimate until that value is fixed", file=sys.stderr)
         return 2
     if not estimable(cfg):
-        from verl_qwen35.checks.layout import layout_problems
+        from verl_qwen35.checks.layout import layout_problems, positive_problems
 
-        for problem in layout_problems(Layout.of(cfg), cfg.model, str(cfg.trainer.get("device", "gpu"))):
+        layout = Layout.of(cfg)
+        found = positive_problems(layout) or layout_problems(layout, cfg.model, str(cfg.trainer.get("device", "gpu")))
+        for problem in found:
             print(problem, file=sys.stderr)
-        print("verl_qwen35.estimate: no estimate for a layout that does not split evenly", file=sys.stderr)
+        print(f"{PROG}: no estimate for this layout; fix the parallel.* values above", file=sys.stderr)
         return 2
     e = estimate(cfg)
-    if args.format == "json":
+    if fmt == "json":
         print(json.dumps(e.as_dict(), indent=2))
     else:
         print(_text(e, cfg))

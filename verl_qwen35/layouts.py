@@ -14,6 +14,8 @@ usage error.
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -23,17 +25,22 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks import device_of
-from verl_qwen35.checks.layout import Layout
+from verl_qwen35.checks.layout import Layout, positive_problems
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.compose import compose
+from verl_qwen35.errors import UserError, answered, resolve_naming_key
+from verl_qwen35.estimate import InputError, read_inputs
 from verl_qwen35.layout_search import ROLLOUT, TRAINING, Candidate, Search, judge, search, verify
 
 PROG = "python -m verl_qwen35.layouts"
 LAYOUT_KEYS = {f"parallel.{name}" for name in (*TRAINING, *ROLLOUT)}
+# The search enumerates divisor combinations of the world size: 1024 x 8 takes ~13 s on a 2-core
+# machine, and its cost grows faster than the world. Larger clusters are refused with a message.
+MAX_DEVICES = 8192
 
 
-class UsageError(Exception):
-    """A mistake in the command line: one message, exit 2."""
+class UsageError(UserError):
+    """A mistake in the command line: one message, exit 2 (errors.answered prints it)."""
 
 
 def overrides_of(lo: Layout) -> list[str]:
@@ -131,31 +138,54 @@ def write_sweep(directory: Path, listed: list[tuple[str, Candidate]], cfg: DictC
     return names
 
 
+def _writable_dir(directory: Path) -> None:
+    """--sweep DIR must be a directory this user can create or write into; checked before any search."""
+    existing = next(p for p in (directory.absolute(), *directory.absolute().parents) if p.exists())
+    if existing == directory.absolute() and not existing.is_dir():
+        raise UsageError(f"--sweep {directory}: is a file, not a directory; give a new or existing directory")
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--sweep {directory}: {existing} is not a writable directory; choose another DIR")
+
+
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("overrides", nargs="*", help="the same overrides as python -m verl_qwen35")
     parser.add_argument("--top", type=int, default=10, help="how many layouts to list (0: every one that fits)")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--sweep", type=Path, metavar="DIR", help="write the listed layouts to DIR and sweep them")
+    parser.add_argument(
+        "--config-dir", "-cd", type=Path, help="a directory of your own config groups, as for the entrypoint"
+    )
     args = parser.parse_intermixed_args(argv)
     if args.top < 0:
         parser.error("--top must be >= 0")
     return args
 
 
-def _compose(overrides: list[str]) -> tuple[DictConfig, DictConfig, Layout]:
+def _compose(overrides: list[str], config_dirs: list[Path]) -> tuple[DictConfig, DictConfig, Layout]:
     """(composed, resolved copy, its own layout), or a UsageError naming what to fix."""
-    try:
-        cfg = compose(overrides)
-        resolved = cfg.copy()
-        OmegaConf.resolve(resolved)
-    except Exception as err:  # Hydra's and OmegaConf's own messages name the override or key
-        raise UsageError(f"{type(err).__name__}: {err}") from err
+    cfg = compose(
+        overrides, config_dirs=config_dirs
+    )  # Hydra's and OmegaConf's errors: errors.answered names the override or key
+    resolved = cfg.copy()
+    resolve_naming_key(resolved)
     own = Layout.of(resolved)
     for name in ("nnodes", "devices_per_node"):
         value = getattr(own, name)
-        if not isinstance(value, int) or value < 1:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise UsageError(f"parallel.{name}={value!r}: the cluster size must be a positive integer")
+    if unusable := positive_problems(own):  # the search starts from the config's own numbers
+        raise UsageError("; ".join(f"{', '.join(p.keys)}: {p.message}" for p in unusable))
+    if own.world > MAX_DEVICES:
+        raise UsageError(
+            f"parallel.nnodes={own.nnodes} x parallel.devices_per_node={own.devices_per_node} = {own.world} devices: "
+            f"the planner searches clusters of up to {MAX_DEVICES} devices; plan one data-parallel slice "
+            "(fewer nodes) and scale the batch with the data parallelism"
+        )
+    try:
+        read_inputs(resolved)  # the estimate ranks every layout: its inputs must be usable first
+    except InputError as err:
+        raise UsageError(f"{err}; nothing searched") from None
     return cfg, resolved, own
 
 
@@ -206,6 +236,16 @@ def _print_json(own: Layout, base: list[str], rows: list[tuple[str, Candidate]],
 
 
 def _nothing_fits(resolved: DictConfig, own: Layout, found: Search) -> int:
+    if not found.training_accepted or not found.rollout_accepted:
+        print(
+            f"{PROG}: the preflight accepts no {'training' if not found.training_accepted else 'rollout'} layout of "
+            f"{resolved.model.name} on {own.nnodes} x {own.devices_per_node} = {own.world} devices "
+            f"({found.training_judged} training, {found.rollout_judged} rollout layouts judged); use a "
+            "parallel.devices_per_node and parallel.nnodes whose product the model's heads and experts divide "
+            "(e.g. 8 or 16 devices per node), and data.train_batch_size divisible by the data parallelism",
+            file=sys.stderr,
+        )
+        return 2
     closest = ", ".join(
         f"{' '.join(overrides_of(c.layout))} needs {c.estimate.peak_gib:.0f} GiB" for c in found.closest[:3]
     )
@@ -220,7 +260,10 @@ def _nothing_fits(resolved: DictConfig, own: Layout, found: Search) -> int:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    cfg, resolved, own = _compose(args.overrides)
+    if args.sweep is not None:
+        _writable_dir(args.sweep)
+    config_dirs = [args.config_dir] if args.config_dir else []
+    cfg, resolved, own = _compose(args.overrides, config_dirs)
     found = search(resolved, device_of(resolved), top=args.top + 5 if args.top else 0)
     listed, refusal = _verified(cfg, found, args.top)
     if refusal and not listed:
@@ -241,10 +284,16 @@ def run(args: argparse.Namespace) -> int:
         return _nothing_fits(resolved, own, found)
     if args.sweep is None:
         if args.format == "table":
-            line = " ".join([PROG, *args.overrides, f"--top {len(listed)}", "--sweep DIR"])
+            own_dir = [f"--config-dir {args.config_dir}"] if args.config_dir else []
+            line = " ".join([PROG, *own_dir, *args.overrides, f"--top {len(listed)}", "--sweep DIR"])
             print(f"sweep:   {line}  (writes DIR/parallel/*.yaml, runs them as one multirun)")
         return 0
-    names = write_sweep(args.sweep, rows, cfg)
+    try:
+        for own_dir in config_dirs:  # one --config-dir for the multirun: the user's groups join the layouts
+            shutil.copytree(own_dir, args.sweep, dirs_exist_ok=True)
+        names = write_sweep(args.sweep, rows, cfg)
+    except OSError as err:
+        raise UsageError(f"--sweep {args.sweep}: cannot write the layouts ({err.strerror}: {err.filename})") from None
     command = sweep_command(args.sweep, base, names)
     print("sweep:   " + " ".join(command[1:]), file=sys.stderr, flush=True)
     return subprocess.run(command, check=False).returncode
@@ -252,11 +301,10 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    try:
-        return run(args)
-    except UsageError as err:
-        print(f"{PROG}: {err}", file=sys.stderr)
-        return 2
+    with answered(PROG):  # the entrypoint's answers: one message and exit 2, `| head` ends quietly
+        code = run(args)
+        sys.stdout.flush()
+    return code
 
 
 if __name__ == "__main__":

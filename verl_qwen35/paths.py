@@ -21,7 +21,9 @@ def verl_config_dir() -> Path:
     """verl's trainer/config directory; find_spec on the top-level name imports nothing."""
     spec = importlib.util.find_spec("verl")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("verl is not installed: pip install 'verl>=0.8,<0.10'")
+        from verl_qwen35.install import VerlNotInstalled, verl_missing_message
+
+        raise VerlNotInstalled(verl_missing_message())
     path = Path(next(iter(spec.submodule_search_locations))) / "trainer" / "config"
     if not (path / "ppo_trainer.yaml").is_file():
         raise FileNotFoundError(f"verl is installed but {path}/ppo_trainer.yaml is missing")

@@ -17,6 +17,7 @@ from verl_qwen35.checks import preflight
 from verl_qwen35.checks.machine import launch_problems
 from verl_qwen35.environment import effective_env
 from verl_qwen35.errors import UserError, answered
+from verl_qwen35.install import runtime_problems
 from verl_qwen35.launch_record import LAUNCH_FILE, read_launch_file, shared_storage_warning
 from verl_qwen35.sections import structure_problems
 
@@ -37,7 +38,7 @@ def relaunch(target: Path) -> int:
         lacking = ", ".join(p.keys[0] for p in broken)
         raise UserError(f"{path}: the recorded config lacks {lacking}; launch again to write a whole one")
     try:
-        errors = [p for p in preflight(cfg) if p.level == "error"]
+        errors = [p for p in preflight(cfg) + runtime_problems("launch") if p.level == "error"]
     except (ConfigAttributeError, ConfigKeyError) as err:
         raise UserError(
             f"{path}: the recorded config lacks {err.full_key}; launch again to write a whole one"

@@ -22,6 +22,12 @@ ENV_CONTAINERS = ("env.set", "env_vars", "env_set")
 # `hf_token`, `password`; `ppo_max_token_len_per_gpu` and `prompt_key` do not.
 _KEY_ENDINGS = ("API KEY", "ACCESS KEY", "SECRET KEY", "PRIVATE KEY", "AUTH KEY")
 _KEY_LAST_WORDS = frozenset(SECRET_SUFFIXES) | {"PASS", "PAT", "AUTH", "APIKEY"}
+# NAME=value inside a string: a shell line (`export HF_TOKEN=...`, submit.setup), an sbatch option
+# (`--export=ALL,NAME=value`), a command (`env NAME=value python`). Zero-width, so `--env=API_KEY=x`
+# yields both `env` and `API_KEY`; `NAME=$NAME` refers to the shell's value and is fine.
+_ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_])(?=([A-Za-z_][A-Za-z0-9_]*)=([^\s,;'\"]*))")
+# scheme://user:password@host: the password is a secret whatever the key is called (submit.address).
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@")
 _ENV_READ = re.compile(r"\$\{\s*(?:oc\.env|env)\s*:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)")
 ADVICE = (
     "export it in the shell of every node before `ray start` (Ray workers inherit it there) and keep it "
@@ -55,6 +61,11 @@ def findings(path: str, value: Any, shell: Mapping[str, str]) -> Iterator[tuple[
     elif isinstance(value, str) and value and config_key_looks_secret(name) and not _ENV_READ.search(value):
         yield path, f"{name} looks like a key for a secret"
     if isinstance(value, str):
+        for var, assigned in _ASSIGNMENT.findall(value):
+            if assigned and not assigned.startswith("$") and looks_secret(var):
+                yield path, f"sets the secret-looking variable {var} to a value"
+        if _URL_PASSWORD.search(value):
+            yield path, "holds a URL with a password (user:password@host)"
         for read in _ENV_READ.findall(value):
             if looks_secret(read):
                 yield path, f"reads the secret-looking variable {read} (its value would be written resolved)"

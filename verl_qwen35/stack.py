@@ -38,10 +38,23 @@ class Verdict:
     source: str = ""
 
 
+class MatrixError(ValueError):
+    """A version matrix file that cannot be read or lacks what a component needs; names the file."""
+
+
 def load_matrix(path: Path) -> list[dict[str, Any]]:
-    data = OmegaConf.to_container(OmegaConf.load(path))
-    assert isinstance(data, dict)
-    return list(data["components"])
+    try:
+        data = OmegaConf.to_container(OmegaConf.load(path))
+    except Exception as err:  # OSError, UnicodeDecodeError, yaml's ScannerError/ParserError, ...
+        detail = str(err).replace("\n", " ")
+        raise MatrixError(f"{path}: not a readable YAML version matrix ({type(err).__name__}: {detail})") from None
+    components = data.get("components") if isinstance(data, dict) else None
+    if not isinstance(components, list) or not all(isinstance(c, dict) for c in components):
+        raise MatrixError(
+            f"{path}: a version matrix is a mapping with `components:`, a list of mappings "
+            f"(see {MATRIX_DIR / 'gpu.yaml'})"
+        )
+    return components
 
 
 def dist_version(dist: str) -> str | None:
@@ -153,4 +166,15 @@ def stack_verdicts(device_or_matrix: str | Path) -> list[Verdict]:
     """Every component of a matrix (a device's shipped one, or a file) that applies to the installed verl."""
     path = device_or_matrix if isinstance(device_or_matrix, Path) else MATRIX_DIR / f"{device_or_matrix}.yaml"
     verl = dist_version("verl")
-    return [check(c) for c in load_matrix(path) if applies(c, verl)]
+    verdicts = []
+    for i, c in enumerate(load_matrix(path)):
+        try:
+            if applies(c, verl):
+                verdicts.append(check(c))
+        except (KeyError, TypeError, ValueError, AttributeError) as err:  # a key missing, a bad specifier
+            what = f"missing key {err}" if isinstance(err, KeyError) else f"{type(err).__name__}: {err}"
+            raise MatrixError(
+                f"{path}: component {i} ({c.get('name', 'no name')}): {what}; each needs name, kind, source "
+                f"and the keys of its kind (see {MATRIX_DIR / 'gpu.yaml'})"
+            ) from None
+    return verdicts

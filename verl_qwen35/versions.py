@@ -11,7 +11,9 @@ def installed_verl_version() -> str:
     try:
         return version("verl")
     except PackageNotFoundError as err:
-        raise ModuleNotFoundError("verl is not installed: pip install 'verl>=0.8,<0.10'") from err
+        from verl_qwen35.install import VerlNotInstalled, verl_missing_message
+
+        raise VerlNotInstalled(verl_missing_message()) from err
 
 
 def installed_verl_schema() -> str:

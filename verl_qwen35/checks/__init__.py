@@ -19,6 +19,7 @@ from verl_qwen35.checks.pipeline import Split
 from verl_qwen35.checks.problem import Level, Problem, error
 from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problems, weights_problems
 from verl_qwen35.checks.sequences import length_problems, megatron_core_version, packing_problems
+from verl_qwen35.checks.submit import submit_problems
 from verl_qwen35.checks.transformer import (
     mtp_layers_built,
     mtp_problems,
@@ -96,4 +97,5 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     found += override_ddp_problems(cfg)
     found += data_problems(cfg, machine_missing)
     found += model_path_problems(cfg, machine_missing)
+    found += submit_problems(cfg)  # before anything is written or submitted
     return found

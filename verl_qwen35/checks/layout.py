@@ -28,6 +28,10 @@ def _message_names() -> dict[str, str]:
 KEYS = _message_names()
 
 
+def _one_if_null(value: object) -> object:
+    return 1 if value is None else value
+
+
 @dataclass(frozen=True)
 class Layout:
     """The numbers verl will actually use, read from verl's own keys."""
@@ -70,9 +74,10 @@ class Layout:
             etp=m.expert_tensor_parallel_size or m.tensor_model_parallel_size,
             vpp=m.virtual_pipeline_model_parallel_size,
             gen_tp=r.tensor_model_parallel_size,
-            gen_dp=r.get("data_parallel_size", 1) or 1,
-            gen_pp=r.get("pipeline_model_parallel_size", 1) or 1,
-            gen_ep=r.get("expert_parallel_size", 1) or 1,
+            # null or absent: verl's default 1 (trainer/config/rollout/rollout.yaml); 0 stays 0 and is refused.
+            gen_dp=_one_if_null(r.get("data_parallel_size")),
+            gen_pp=_one_if_null(r.get("pipeline_model_parallel_size")),
+            gen_ep=_one_if_null(r.get("expert_parallel_size")),
         )
 
 
@@ -93,7 +98,8 @@ def positive_problems(layout: Layout) -> list[Problem]:
     return [
         error(KEYS[n], f"{n}={getattr(layout, n)} must be a positive integer")
         for n in names
-        if not isinstance(getattr(layout, n), int) or getattr(layout, n) < 1
+        # bool is an int in Python: parallel.nnodes=true must not count as 1.
+        if not isinstance(getattr(layout, n), int) or isinstance(getattr(layout, n), bool) or getattr(layout, n) < 1
     ]
 
 

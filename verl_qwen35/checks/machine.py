@@ -5,6 +5,8 @@ the config's own checks pass and before verl starts Ray. `launch_checks.stack=fa
 `launch_checks.devices=false` skip them (e.g. forwarding tests on a CPU-only machine).
 """
 
+from collections.abc import Mapping
+
 from omegaconf import DictConfig
 
 from verl_qwen35.checks.problem import Problem, error
@@ -27,6 +29,13 @@ def stack_problem(v: Verdict, device: str) -> Problem:
 def launch_problems(cfg: DictConfig) -> list[Problem]:
     device = device_of(cfg)
     wanted = cfg.get("launch_checks") or {}
+    if not isinstance(wanted, Mapping):
+        return [error("launch_checks", f"launch_checks={wanted!r}: must be a mapping, e.g. launch_checks.stack=false")]
+    bad = [
+        f"launch_checks.{k}={v!r}" for k, v in wanted.items() if k in ("stack", "devices") and not isinstance(v, bool)
+    ]
+    if bad:
+        return [error("launch_checks", f"{', '.join(bad)}: must be true or false")]
     verdicts = stack_verdicts(device) if wanted.get("stack", True) else []
     found = [stack_problem(v, device) for v in verdicts if not v.ok]
     if not wanted.get("devices", True):

@@ -11,7 +11,7 @@ from omegaconf import DictConfig
 
 # A module import (not `from ... import name`): estimate.py imports checks.layout, so either side may load first.
 from verl_qwen35 import estimate as memory_model
-from verl_qwen35.checks.layout import KEYS, Layout
+from verl_qwen35.checks.layout import KEYS, Layout, positive_problems
 from verl_qwen35.checks.problem import Problem, error, warning
 
 WARN_FRACTION = 0.9
@@ -22,13 +22,28 @@ DEVICE_CAP = "hardware.device_memory_gib"
 HOST_CAP = "hardware.host_memory_gib"
 
 
+def applies(cfg: DictConfig) -> bool:
+    """Configs of this package have capacities and model facts; a plain verl config or an older launch.yaml not."""
+    return "hardware" in cfg and "num_layers" in (cfg.get("model") or {})
+
+
+def input_problems(cfg: DictConfig) -> list[Problem]:
+    """A value the estimate reads that it cannot use (null, a string, zero, out of range), named by key."""
+    if not applies(cfg):
+        return []
+    try:
+        memory_model.read_inputs(cfg)
+    except memory_model.InputError as err:
+        return [error(err.key, str(err))]
+    return []
+
+
 def estimable(cfg: DictConfig) -> bool:
-    """The estimate needs capacities and a layout whose DP, expert-DP and rollout groups are whole."""
-    if "hardware" not in cfg or "num_layers" not in cfg.get("model", {}):
-        return False  # e.g. a plain verl config or an older launch.yaml
+    """The estimate needs usable inputs and a layout whose DP, expert-DP and rollout groups are whole."""
+    if not applies(cfg) or input_problems(cfg):
+        return False
     lo = Layout.of(cfg)
-    numbers = (lo.tp, lo.pp, lo.cp, lo.ep, lo.etp, lo.gen_tp, lo.nnodes, lo.devices_per_node)
-    if not all(isinstance(n, int) and n > 0 for n in numbers):
+    if positive_problems(lo) or not (lo.vpp is None or (isinstance(lo.vpp, int) and lo.vpp > 0)):
         return False
     return (
         lo.world % (lo.tp * lo.pp * lo.cp) == 0
@@ -67,6 +82,8 @@ def _training_advice(e: memory_model.MemoryEstimate) -> str:
 
 
 def memory_problems(cfg: DictConfig) -> list[Problem]:
+    if bad_input := input_problems(cfg):
+        return bad_input
     e = estimate_of(cfg)
     if e is None:
         return []
@@ -149,7 +166,11 @@ def memory_lines(cfg: DictConfig) -> list[str]:
     """A few plan lines: parameters, the two device phases, host memory."""
     e = estimate_of(cfg)
     if e is None:
-        return ["memory     (no estimate: the layout does not split evenly or hardware.* is missing)"]
+        if not applies(cfg):
+            why = "this config has no hardware.* capacities or model.num_layers"
+        else:
+            why = "; ".join(str(p) for p in input_problems(cfg)) or "the parallel.* layout does not split evenly"
+        return [f"memory     (no estimate: {why})"]
     t, r = e.train_breakdown, e.rollout_breakdown
     s = cfg.data.max_prompt_length + cfg.data.max_response_length
     return [

@@ -58,7 +58,7 @@ def submit_ray_job(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file:
         client = JobSubmissionClient(address)  # checks that the cluster answers
         write_launch_file()
         job_id = client.submit_job(entrypoint=command, runtime_env=env)
-    except (ConnectionError, ValueError, RuntimeError) as err:
+    except Exception as err:  # ConnectionError, ValueError, RuntimeError, and Ray's own RPC errors
         raise SubmitError(
             f"submit.address={address}: cannot submit to a Ray cluster there ({err}); give the head's "
             "dashboard address, e.g. submit.address=http://head:8265 (check `ray status` on the head)"

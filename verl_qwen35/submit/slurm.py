@@ -4,6 +4,7 @@ The script's body is the static bash file job.sbatch beside this module; only it
 `#SBATCH` lines and a block of settings are generated, each value shell-quoted.
 """
 
+import re
 import shlex
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ from verl_qwen35.environment import effective_env
 from verl_qwen35.submit import SubmitError, ray_device
 
 TEMPLATE = Path(__file__).with_name("job.sbatch")
+_SBATCH_WORD = re.compile(r"^[^\s'\"\\#]+$")
 SCRIPT = "job.sbatch"
 
 
@@ -97,6 +99,12 @@ def render(cfg: DictConfig, run_dir: Path) -> str:
 
 def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
     """Write launch.yaml and job.sbatch; unless dry, `sbatch` it and return the job id."""
+    if not _SBATCH_WORD.match(str(run_dir)):
+        # The run dir goes into `#SBATCH --output=...`, a line Slurm splits at whitespace (and cuts at '#').
+        raise SubmitError(
+            f"the run directory {str(run_dir)!r} holds whitespace, a quote or '#', which an `#SBATCH` line cannot "
+            "carry; set hydra.run.dir (hydra.sweep.dir in a sweep) to a path without them"
+        )
     sbatch = None if dry else shutil.which("sbatch")
     if not dry and sbatch is None:
         raise SubmitError(

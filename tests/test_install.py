@@ -1,0 +1,30 @@
+"""The launch install holds what verl imports at run time; a config-only install is told apart from it.
+
+tests/test_wheel.py builds a config-only venv and sees the refusal a user sees there; these
+check the other side, in this (launch + test) environment.
+"""
+
+import importlib.util
+
+from verl_qwen35.install import launch_install_command, missing_verl_runtime, runtime_problems
+from verl_qwen35.paths import verl_config_dir
+
+
+def test_this_environment_has_verl_runtime_so_nothing_is_refused():
+    assert missing_verl_runtime() == []
+    assert runtime_problems("launch") == [] and runtime_problems("full") == []
+
+
+def test_launch_extra_brings_what_verl_imports_at_run_time():
+    """verl 0.9's TaskRunner.run imports transfer_queue (extra verl-core); the GPU presets load through mbridge
+    into megatron-core."""
+    main_ppo = (verl_config_dir().parent / "main_ppo.py").read_text()  # read, not imported
+    needed = {"mbridge", "megatron"} | ({"transfer_queue"} if "import transfer_queue" in main_ppo else set())
+    assert [m for m in sorted(needed) if importlib.util.find_spec(m) is None] == [], (
+        "pyproject.toml's `launch` extra misses what verl imports at run time"
+    )
+
+
+def test_launch_command_installs_this_copy_with_the_launch_extra():
+    command = launch_install_command()
+    assert command.startswith("pip install ") and command.endswith("[launch]'")

@@ -1,0 +1,160 @@
+"""The `submit.*` values, checked in the preflight before anything is written or submitted.
+
+`submit=slurm` puts these values into `job.sbatch`: the `#SBATCH` lines (which Slurm splits at
+whitespace, sbatch/opt.c), shell arrays and assignments. The settings block shell-quotes
+every value (submit/slurm.py), so a value like `$(rm -rf ~)` stays data; what is refused here
+is what would still break the script or the job: a line break (a new line of shell or a new
+`#SBATCH` line), whitespace or quotes in an `#SBATCH` value, a comma inside one mount
+(pyxis' `--container-mounts` separator), ports and timeouts that are not numbers, and a
+`submit.address` Ray's JobSubmissionClient cannot reach. `submit.setup` is shell by design.
+Pure checks: no Ray, no Slurm command runs here.
+"""
+
+import re
+import shlex
+from typing import Any
+from urllib.parse import urlsplit
+
+from omegaconf import DictConfig, ListConfig
+
+from verl_qwen35.checks.problem import Problem, error
+
+BACKENDS = ("none", "slurm", "ray_job")  # the options of conf/submit/
+# Slurm's --time formats (sbatch(1)): minutes, minutes:seconds, hours:minutes:seconds,
+# days-hours, days-hours:minutes, days-hours:minutes:seconds; or no limit.
+_SLURM_TIME = re.compile(r"^(\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2}|UNLIMITED|INFINITE)$", re.IGNORECASE)
+# A value that goes into an `#SBATCH` line or a `--container-*` option as one word.
+_WORD = re.compile(r"^[^\s'\"\\`$;|&<>#]+$")
+_INTERFACE = re.compile(r"^[A-Za-z0-9_.:@-]+$")
+
+
+def _text(key: str, value: Any, found: list[Problem], optional: bool = True, word: bool = True) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not value:
+        found.append(error(key, f"{key}={value!r}: must be a non-empty string{' or null' if optional else ''}"))
+    elif word and not _WORD.match(value):
+        found.append(
+            error(key, f"{key}={value!r}: must be one word without spaces, quotes or shell characters ($`;|&<>#\\)")
+        )
+    elif any(ord(c) < 32 for c in value):
+        found.append(error(key, f"{key}={value!r}: must not hold a line break or another control character"))
+
+
+def _strings(key: str, value: Any, found: list[Problem], word: bool = True) -> list[str]:
+    if not isinstance(value, list | ListConfig):
+        found.append(error(key, f"{key}={value!r}: must be a list, e.g. {key}=[a,b] (or [] for none)"))
+        return []
+    for i, item in enumerate(value):
+        _text(f"{key}[{i}]", item, found, optional=False, word=word)
+    return [item for item in value if isinstance(item, str)]
+
+
+def _integer(key: str, value: Any, found: list[Problem], low: int, high: int | None = None) -> None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= low and (high is None or value <= high)
+    if not ok:
+        bound = f"between {low} and {high}" if high is not None else f">= {low}"
+        found.append(error(key, f"{key}={value!r}: must be an integer {bound}"))
+
+
+def _flag(key: str, value: Any, found: list[Problem]) -> None:
+    if not isinstance(value, bool):
+        found.append(error(key, f"{key}={value!r}: must be true or false"))
+
+
+def _python(s: DictConfig, found: list[Problem]) -> None:
+    value = s.get("python")
+    _text("submit.python", value, found, optional=False, word=False)
+    if isinstance(value, str) and value:
+        try:
+            if not shlex.split(value):
+                found.append(error("submit.python", f"submit.python={value!r}: names no command"))
+        except ValueError as err:
+            found.append(
+                error("submit.python", f"submit.python={value!r}: {err} (a command line, e.g. 'uv run python')")
+            )
+
+
+def _address(value: Any, found: list[Problem]) -> None:
+    """The head's dashboard URL, what ray.job_submission.JobSubmissionClient talks HTTP to.
+
+    Other forms it takes (`auto`, `host:port` of the GCS, `ray://`) go through a Ray driver
+    connection that waits for a GCS and fails with an RpcError after a long timeout."""
+    key, example = "submit.address", "e.g. submit.address=http://head:8265 (the head's dashboard, `ray start --head`)"
+    if not isinstance(value, str) or not value or any(c.isspace() or ord(c) < 32 for c in value):
+        found.append(error(key, f"{key}={value!r}: must be the Ray dashboard's URL, {example}"))
+        return
+    parts = urlsplit(value)
+    try:
+        port_ok = parts.port is None or 0 < parts.port < 65536
+    except ValueError:
+        port_ok = False
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        found.append(error(key, f"{key}={value!r}: not an http:// or https:// URL with a host and port; {example}"))
+
+
+def _slurm(s: DictConfig, found: list[Problem]) -> None:
+    for name in ("job_name", "partition", "account", "container"):
+        _text(f"submit.{name}", s.get(name), found)
+    time = s.get("time")
+    if time is not None and not (
+        (isinstance(time, int) and not isinstance(time, bool) and time > 0)
+        or (isinstance(time, str) and _SLURM_TIME.match(time))
+    ):
+        found.append(
+            error("submit.time", f"submit.time={time!r}: use Slurm's --time format, e.g. 90, 4:00:00 or 2-00:00:00")
+        )
+    _flag("submit.exclusive", s.get("exclusive"), found)
+    if s.get("cpus_per_node") is not None:
+        _integer("submit.cpus_per_node", s.cpus_per_node, found, 1)
+    for option in _strings("submit.sbatch", s.get("sbatch"), found, word=False):
+        if not option.startswith("-") or any(c.isspace() for c in option):
+            found.append(
+                error(
+                    "submit.sbatch", f"submit.sbatch entry {option!r}: one sbatch option per entry, e.g. '--qos=high'"
+                )
+            )
+    _strings("submit.setup", s.get("setup"), found, word=False)  # shell lines, by design
+    for mount in _strings("submit.mounts", s.get("mounts"), found):
+        if "," in mount or ":" not in mount:
+            found.append(
+                error("submit.mounts", f"submit.mounts entry {mount!r}: one host:container pair per entry, no comma")
+            )
+    ray = s.get("ray")
+    if not isinstance(ray, DictConfig):
+        found.append(error("submit.ray", f"submit.ray={ray!r}: must be the mapping of conf/submit/slurm.yaml"))
+        return
+    ports = {}
+    for name in ("port", "dashboard_port", "client_server_port"):
+        _integer(f"submit.ray.{name}", ray.get(name), found, 1, 65535)
+        ports.setdefault(ray.get(name), []).append(f"submit.ray.{name}")
+    for keys in (keys for keys in ports.values() if len(keys) > 1):
+        found.append(error(tuple(keys), f"{' and '.join(keys)} are the same port; Ray needs a different one for each"))
+    _integer("submit.ray.wait_timeout", ray.get("wait_timeout"), found, 1)
+    _text("submit.ray.temp_dir", ray.get("temp_dir"), found)
+    interface = ray.get("interface")
+    if interface is not None and not (isinstance(interface, str) and _INTERFACE.match(interface)):
+        found.append(
+            error("submit.ray.interface", f"submit.ray.interface={interface!r}: a network interface, e.g. ib0")
+        )
+    for name in ("head_args", "worker_args"):
+        _strings(f"submit.ray.{name}", ray.get(name), found, word=False)
+
+
+def submit_problems(cfg: DictConfig) -> list[Problem]:
+    """Every unusable `submit.*` value of a submitting config, each naming its key."""
+    s = cfg.get("submit")
+    if s is None:
+        return []
+    backend = s.get("backend")
+    if backend not in BACKENDS:
+        return [error("submit.backend", f"submit.backend={backend!r}: use submit=slurm, submit=ray_job or submit=none")]
+    if backend == "none":
+        return []
+    found: list[Problem] = []  # secrets in these values: secret_scan, before Hydra writes anything
+    _python(s, found)
+    if backend == "slurm":
+        _slurm(s, found)
+    else:
+        _address(s.get("address"), found)
+    return found
