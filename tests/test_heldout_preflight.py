@@ -384,3 +384,27 @@ def test_heldout_one_subprocess():
     assert run.returncode == 2, run.stdout + run.stderr
     assert "parallel.gen_ep" in run.stdout + run.stderr
     assert "Traceback" not in run.stdout + run.stderr
+
+
+def test_heldout_full_dry_run_accepts_fp8_on_gpu(cli, tmp_path):
+    """dry_run=full with real data files: megatron-core's TransformerConfig without transformer-engine (this CPU
+    install) must not turn a valid fp8 recipe into a refusal; the GPU cluster has transformer-engine."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table(
+        {"prompt": [[{"role": "user", "content": "hi"}]], "data_source": ["x"], "reward_model": [{"ground_truth": "1"}]}
+    )
+    for name in ("train", "test"):
+        pq.write_table(table, tmp_path / f"{name}.parquet")
+    said = cli(
+        "device=gpu",
+        "model=122b",
+        "dry_run=full",
+        f"data.train_files={tmp_path / 'train.parquet'}",
+        f"data.val_files={tmp_path / 'test.parquet'}",
+        f"{ADD}.fp8=e4m3",
+        f"{ADD}.fp8_recipe=blockwise",
+    )
+    assert said.code == 0, said.said
+    assert "TransformerConfig and layer split (megatron-core's own), verl micro-batches: OK" in said.said
