@@ -2,12 +2,14 @@
 run in-process as a user would, for the fault tests)."""
 
 import logging
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hydra.core.hydra_config import HydraConfig
+from hypothesis import settings
 
 from verl_qwen35 import __main__ as entrypoint
 
@@ -72,3 +74,44 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFi
     yield run
     for name, handlers in saved.items():
         logging.getLogger(name).handlers[:] = handlers
+
+
+# Property tests draw the same examples on every run (and every machine): a rule that goes missing
+# fails the same case each time instead of now and then. Nothing is read from or written to a database.
+settings.register_profile("deterministic", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.load_profile("deterministic")
+
+
+def _job_variable_names() -> frozenset[str]:
+    """The variables the job environment sets or clears on any device (conf/config.yaml, conf/device/*)."""
+    from omegaconf import OmegaConf
+
+    from verl_qwen35.paths import conf_dir
+
+    names: set[str] = set()
+    for path in [conf_dir() / "config.yaml", *sorted((conf_dir() / "device").glob("*.yaml"))]:
+        env = OmegaConf.to_container(OmegaConf.load(path)).get("env") or {}
+        names.update(env.get("set") or {}, env.get("unset") or [])
+    return frozenset(names)
+
+
+# What apply_env and the launch write into the driver's environment. (Other variables change when a
+# library is first imported, e.g. verl/__init__.py and ray/_private/client_mode_hook.py set some.)
+JOB_VARIABLES = _job_variable_names()
+
+
+@pytest.fixture(autouse=True)
+def environment_left_as_found():
+    """Every test leaves the job's variables in os.environ as it found them: change them with
+    monkeypatch (tests/environ.py `cleared` for ones that may be absent), never directly. A test
+    that leaks fails here, and the environment is put back so later tests still start clean."""
+    before = {k: os.environ.get(k) for k in JOB_VARIABLES}
+    yield
+    changed = sorted(k for k in JOB_VARIABLES if os.environ.get(k) != before[k])
+    if changed:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        pytest.fail(f"this test changed environment variables and left them changed: {', '.join(changed)}")

@@ -4,6 +4,7 @@ import os
 
 import pytest
 
+from tests.environ import cleared
 from verl_qwen35.compose import compose
 from verl_qwen35.environment import apply_env, effective_env, from_shell, looks_secret
 from verl_qwen35.errors import UserError
@@ -29,22 +30,22 @@ def test_a_value_in_the_users_environment_wins():
 
 
 def test_apply_sets_driver_and_runtime_env(monkeypatch):
+    cfg = compose(["device=npu"])
+    cleared(monkeypatch, [*cfg.env.set, *cfg.env.unset])  # apply_env sets them; restored after the test
     monkeypatch.setenv("https_proxy", "http://corp:3128")
     monkeypatch.setenv("TASK_QUEUE_ENABLE", "2")
-    monkeypatch.delenv("HCCL_BUFFSIZE", raising=False)
-    cfg = compose(["device=npu"])
     apply_env(cfg)
     assert "https_proxy" not in os.environ
     assert os.environ["HCCL_BUFFSIZE"] == "300" and os.environ["TASK_QUEUE_ENABLE"] == "2"
     workers = cfg.ray_kwargs.ray_init.runtime_env.env_vars
     assert workers["TASK_QUEUE_ENABLE"] == "2" and workers["https_proxy"] == ""
-    monkeypatch.delenv("HCCL_BUFFSIZE")
 
 
 def test_shell_secrets_never_enter_the_config(monkeypatch):
     monkeypatch.setenv("WANDB_API_KEY", "sekrit")
     monkeypatch.setenv("HF_TOKEN", "sekrit")
     cfg = compose(["device=npu"])
+    cleared(monkeypatch, [*cfg.env.set, *cfg.env.unset])
     apply_env(cfg)
     assert "sekrit" not in str(cfg)
 

@@ -122,9 +122,11 @@ def launch(tmp_path, monkeypatch):
     # A launch refuses missing data files; HOME stays (Ray keeps its auth token under ~/.ray).
     data = _write_geo3k_stub(tmp_path / "geo3k")
 
-    def run(*overrides: str, shell: dict[str, str] | None = None) -> tuple[dict, dict]:
-        """Launch from a shell that sets none of `env.set` but `shell`."""
-        overrides = (*overrides, *data, SMALL_RAY, *NO_MACHINE_CHECKS)
+    def run(
+        *overrides: str, shell: dict[str, str] | None = None, ray_init: tuple[str, ...] = (SMALL_RAY,)
+    ) -> tuple[dict, dict]:
+        """Launch from a shell that sets none of `env.set` but `shell`; `ray_init` picks the Ray."""
+        overrides = (*overrides, *data, *ray_init, *NO_MACHINE_CHECKS)
         assert not ray.is_initialized(), "a Ray from before the launch would skip our runtime_env"
         expected = compose(overrides)
         for name in expected.env.set:

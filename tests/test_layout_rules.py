@@ -1,9 +1,13 @@
-"""The layout checker against an independent statement of the rules, on reference and random layouts."""
+"""The layout checker against an independent statement of the rules, on reference and generated layouts.
+
+The property test is derandomized (tests/conftest.py profile) and carries one `@example` per rule
+that breaks only that rule, so a rule that goes missing fails the same case on every run.
+"""
 
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
@@ -12,6 +16,24 @@ from verl_qwen35.checks.rollout import rollout_problems
 from verl_qwen35.paths import conf_dir
 
 ARCH = {name: OmegaConf.load(Path(conf_dir()) / "model" / f"{name}.yaml").model for name in ("35b", "122b", "397b")}
+# Tiny made-up models, each with a tp that breaks exactly one head rule (the real ones break several).
+for _name, (_heads, _kv, _lin_k, _lin_v) in {
+    "heads_only": (12, 4, 8, 8),  # tp=8: 12 heads do not split; 4 KV heads replicate; 8/8 linear heads split
+    "kv_only": (8, 3, 8, 8),  # tp=2: 3 KV heads neither split nor replicate
+    "lin_k_only": (8, 2, 6, 8),  # tp=4: 6 linear key heads do not split
+    "lin_v_only": (8, 2, 8, 6),  # tp=4: 6 linear value heads do not split
+}.items():
+    ARCH[_name] = OmegaConf.create(
+        {
+            "name": _name,
+            "num_layers": 24,
+            "num_attention_heads": _heads,
+            "num_key_value_heads": _kv,
+            "num_experts": 16,
+            "linear_num_key_heads": _lin_k,
+            "linear_num_value_heads": _lin_v,
+        }
+    )
 
 # shared/reference/README.md "Parallel layouts in use": model, device, nnodes, per node, tp, pp, cp, ep, etp,
 # rollout tp, rollout dp, rollout ep.
@@ -33,7 +55,31 @@ def test_every_reference_layout_passes(row):
     assert [str(p) for p in found if p.level == "error"] == []
 
 
-def direct_rules(lo: Layout, a, device: str) -> bool:
+SIZES = ("nnodes", "devices_per_node", "tp", "pp", "cp", "ep", "etp", "gen_tp", "gen_dp", "gen_pp", "gen_ep")
+
+
+def direct_split_ok(layers: int, pp: int, vpp: int | None, first: int | None, last: int | None) -> bool:
+    """megatron-core 0.16.1 transformer_config.py `__post_init__` ("Uneven PP") and
+    transformer_block.py `get_num_layers_to_build`, restated; VPP needs PP > 1 (parallel_state.py)."""
+    if vpp is not None and (pp == 1 or vpp < 1):
+        return False
+    if first is None and last is None:
+        return layers % pp == 0 and (vpp is None or (layers // pp) % vpp == 0)
+    if pp == 1:  # first/last stage settings with one stage: refused (nothing to split)
+        return False
+    middle, stages = layers, pp
+    for count in (first, last):
+        if count is None:
+            continue
+        if count <= 0 or (vpp is not None and count % vpp):
+            return False
+        middle, stages = middle - count, stages - 1
+    if bool(middle) != bool(stages):
+        return False
+    return not stages or (middle % stages == 0 and (vpp is None or (middle // stages) % vpp == 0))
+
+
+def direct_rules(lo: Layout, a, device: str, first_last=(None, None)) -> bool:
     """The constraints, written out once more from the reference, independently of the checker."""
     world = lo.nnodes * lo.devices_per_node
     kv = a.num_key_value_heads
@@ -46,8 +92,7 @@ def direct_rules(lo: Layout, a, device: str) -> bool:
         and a.linear_num_key_heads % lo.tp == 0
         and a.linear_num_value_heads % lo.tp == 0
         and (lo.cp == 1 or device == "npu")
-        and a.num_layers % lo.pp == 0
-        and (lo.vpp is None or (lo.pp > 1 and (a.num_layers // lo.pp) % lo.vpp == 0))
+        and direct_split_ok(a.num_layers, lo.pp, lo.vpp, *first_last)
     )
 
 
@@ -65,13 +110,19 @@ def direct_rollout_rules(lo: Layout, a) -> bool:
     )
 
 
-sizes = st.sampled_from([1, 2, 3, 4, 5, 6, 8, 12, 16, 32, 64])
+def L(nnodes=1, per_node=8, tp=2, pp=1, cp=1, ep=8, etp=1, vpp=None, gen_tp=8, gen_dp=1, gen_pp=1, gen_ep=1):
+    """A layout by keyword; the defaults are the 35B GPU reference layout, which passes."""
+    return Layout(nnodes, per_node, tp, pp, cp, ep, etp, vpp, gen_tp, gen_dp, gen_pp, gen_ep)
+
+
+# Non-positive sizes are drawn too: preflight refuses them before any division.
+sizes = st.sampled_from([1, 2, 3, 4, 5, 6, 8, 12, 16, 32, 64]) | st.sampled_from([0, -1])
 layouts = st.builds(
     Layout,
-    nnodes=st.integers(1, 16),
+    nnodes=st.integers(1, 16) | st.just(0),
     devices_per_node=st.sampled_from([4, 8, 16]),
     tp=sizes,
-    pp=st.sampled_from([1, 2, 3, 4, 5, 6, 8]),
+    pp=st.sampled_from([1, 2, 3, 4, 5, 6, 8]) | st.just(0),
     cp=st.sampled_from([1, 2, 4]),
     ep=sizes,
     etp=st.sampled_from([1, 2, 4]),
@@ -81,13 +132,77 @@ layouts = st.builds(
     gen_pp=st.sampled_from([1, 2]),
     gen_ep=st.sampled_from([1, 8, 16, 64, 128]),
 )
+# Pipeline stage splits: the first and/or last stage given, from one layer to all of them.
+stage = st.none() | st.integers(-1, 60)
+first_last_splits = st.tuples(stage, stage)
+
+# One example per rule, each breaking only that rule (model 35b: 40 layers, 16/2 heads, 256 experts,
+# 16/32 linear heads), and the boundaries that must pass.
+RULE_EXAMPLES = [
+    (L(), "35b", "gpu", (None, None)),  # the reference layout: passes
+    (L(tp=0), "35b", "gpu", (None, None)),  # non-positive tp
+    (L(nnodes=-1), "35b", "gpu", (None, None)),  # non-positive nnodes
+    (L(gen_ep=0), "35b", "gpu", (None, None)),  # non-positive rollout ep
+    (L(per_node=12, tp=8, ep=4, gen_tp=4), "35b", "gpu", (None, None)),  # world 12 % tp*pp*cp 8
+    (L(ep=16), "35b", "gpu", (None, None)),  # world 8 % etp*ep*pp 16
+    (L(nnodes=3, ep=3), "35b", "gpu", (None, None)),  # 256 experts % ep 3
+    (L(per_node=16, tp=8, ep=2, gen_tp=8), "heads_only", "gpu", (None, None)),  # attention heads
+    (L(tp=2, ep=2, gen_tp=1), "kv_only", "gpu", (None, None)),  # KV heads
+    (L(tp=4, ep=2, gen_tp=1), "lin_k_only", "gpu", (None, None)),  # linear key heads
+    (L(tp=4, ep=2, gen_tp=1), "lin_v_only", "gpu", (None, None)),  # linear value heads
+    (L(cp=2), "35b", "gpu", (None, None)),  # cp > 1 on GPU: error
+    (L(cp=2), "35b", "npu", (None, None)),  # cp > 1 on NPU: a warning only
+    (L(vpp=2), "35b", "gpu", (None, None)),  # vpp needs pp > 1
+    (L(nnodes=3, pp=3, ep=8), "35b", "gpu", (None, None)),  # 40 layers % pp 3
+    (L(pp=2, ep=4, vpp=3), "35b", "gpu", (None, None)),  # 20 layers a stage % vpp 3
+    (L(pp=2, ep=4, vpp=4), "35b", "gpu", (None, None)),  # 20 % 4: passes
+    (L(nnodes=3, pp=3, ep=8), "35b", "gpu", (14, 13)),  # uneven: 14 + 13 + 13 over pp 3 passes
+    (L(pp=4, ep=2), "35b", "gpu", (3, None)),  # 37 middle layers over 3 stages
+    (L(pp=4, ep=2), "35b", "gpu", (4, None)),  # 36 over 3: passes
+    (L(pp=4, ep=2), "35b", "gpu", (None, 4)),  # the last stage alone: passes
+    (L(pp=4, ep=2), "35b", "gpu", (None, 5)),  # 35 over 3
+    (L(pp=4, ep=2), "35b", "gpu", (0, None)),  # a first stage of 0 layers
+    (L(pp=2, ep=4), "35b", "gpu", (10, 10)),  # 20 layers left with no middle stage
+    (L(pp=2, ep=4), "35b", "gpu", (20, 20)),  # exactly all layers on first and last: passes
+    (L(pp=4, ep=2, vpp=2), "35b", "gpu", (4, 4)),  # 16 a middle stage, chunks of 2: passes
+    (L(pp=4, ep=2, vpp=2), "35b", "gpu", (3, 5)),  # first stage 3 % vpp 2
+    (L(), "35b", "gpu", (20, None)),  # first/last with pp=1
+    # rollout
+    (L(gen_dp=2), "35b", "gpu", (None, None)),  # world 8 % rollout tp*dp 16
+    (L(gen_dp=2, nnodes=2), "35b", "gpu", (None, None)),  # 16 % 16: passes
+    (L(per_node=16, tp=4, ep=2, gen_tp=8), "heads_only", "gpu", (None, None)),  # rollout attention heads
+    (L(tp=1, ep=2, gen_tp=4), "lin_k_only", "gpu", (None, None)),  # rollout linear key heads
+    (L(tp=1, ep=2, gen_tp=4), "lin_v_only", "gpu", (None, None)),  # rollout linear value heads
+    (L(gen_ep=8), "35b", "gpu", (None, None)),  # rollout ep = tp*dp: passes
+    (L(gen_ep=16), "35b", "gpu", (None, None)),  # rollout ep 16 != 8
+    (L(gen_tp=4, gen_pp=2), "35b", "gpu", (None, None)),  # rollout pp 2 with vLLM
+]
 
 
-@settings(max_examples=3000, deadline=None)
-@given(lo=layouts, model=st.sampled_from(sorted(ARCH)), device=st.sampled_from(["gpu", "npu"]))
-def test_checker_verdict_equals_the_direct_rules(lo, model, device):
-    arch = ARCH[model]
-    layout_ok = not [p for p in layout_problems(lo, arch, device) if p.level == "error"]
+def _with_examples(test):
+    for lo, model, device, first_last in reversed(RULE_EXAMPLES):
+        test = example(lo=lo, model=model, device=device, first_last=first_last)(test)
+    return test
+
+
+@settings(max_examples=3000)
+@given(
+    lo=layouts,
+    model=st.sampled_from(sorted(ARCH)),
+    device=st.sampled_from(["gpu", "npu"]),
+    first_last=st.none() | first_last_splits,
+)
+@_with_examples
+def test_checker_verdict_equals_the_direct_rules(lo, model, device, first_last):
+    arch, first_last = ARCH[model], first_last or (None, None)
+    layout_errors = [p for p in layout_problems(lo, arch, device, first_last) if p.level == "error"]
+    not_positive = [n for n in SIZES if getattr(lo, n) < 1]
+    if not_positive:  # refused naming each such size, before any rule divides by it (preflight stops here)
+        named = " ".join(" ".join(p.keys) + " " + p.message for p in layout_errors)
+        assert len(layout_errors) == len(not_positive), [str(p) for p in layout_errors]
+        for name in not_positive:
+            assert f"{name}={getattr(lo, name)} must be a positive integer" in named
+        return
     rollout_ok = not [p for p in rollout_problems(lo, arch, "vllm") if p.level == "error"]
-    assert layout_ok == direct_rules(lo, arch, device)
+    assert (not layout_errors) == direct_rules(lo, arch, device, first_last), [str(p) for p in layout_errors]
     assert rollout_ok == direct_rollout_rules(lo, arch)

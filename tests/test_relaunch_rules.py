@@ -1,0 +1,120 @@
+"""Relaunch behaviour one case at a time, in-process up to the launch itself.
+
+The launch through verl and Ray is real in tests/test_forwarding.py (relaunch included); here
+`launch_now` is replaced by a recorder so each case shows only what relaunch decides before it:
+refuse (exit 2, the reason, nothing launched) or launch the recorded config with the recorded
+environment, saying what it resumes from and what it will not take from this shell.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from tests.environ import cleared
+from verl_qwen35 import relaunch as relaunch_module
+from verl_qwen35.compose import compose
+from verl_qwen35.launch_record import write_launch_file
+
+
+@pytest.fixture
+def launches(monkeypatch) -> list:
+    """What relaunch handed to the launch: (config, use_shell_env) per call."""
+    calls = []
+    monkeypatch.setattr(relaunch_module, "launch_now", lambda cfg, **kw: calls.append((cfg, kw)))
+    return calls
+
+
+def data_files(directory: Path) -> list[str]:
+    """One-row parquet files with the columns preflight reads; the overrides naming them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    directory.mkdir(parents=True, exist_ok=True)
+    table = pa.table(
+        {
+            "prompt": [[{"role": "user", "content": "1+1?"}]],
+            "data_source": ["hiyouga/geometry3k"],
+            "reward_model": [{"style": "rule", "ground_truth": "2"}],
+        }
+    )
+    overrides = []
+    for key, name in (("train_files", "train.parquet"), ("val_files", "test.parquet")):
+        pq.write_table(table, directory / name)
+        overrides.append(f"data.{key}={directory / name}")
+    return overrides
+
+
+def recorded(tmp_path: Path, monkeypatch, *overrides: str) -> Path:
+    monkeypatch.chdir(tmp_path)
+    # This CPU machine has neither the Ascend stack nor the devices the launch checks look for.
+    no_machine_checks = ["launch_checks.stack=false", "launch_checks.devices=false"]
+    cfg = compose(["model=35b", "device=npu", *data_files(tmp_path / "data"), *no_machine_checks, *overrides])
+    OmegaConf.resolve(cfg)
+    return write_launch_file(cfg, tmp_path).parent
+
+
+def test_a_recorded_run_is_launched_with_its_recorded_environment(tmp_path, monkeypatch, launches, capsys):
+    run_dir = recorded(tmp_path, monkeypatch)
+    capsys.readouterr()
+    assert relaunch_module.main([str(run_dir)]) == 0
+    ((cfg, kwargs),) = launches
+    assert kwargs == {"use_shell_env": False}, "a relaunch must use the recorded values, not this shell's"
+    assert cfg.actor_rollout_ref.actor.megatron.tensor_model_parallel_size == 2
+    err = capsys.readouterr().err
+    assert f"relaunch: resuming from {cfg.trainer.default_local_dir}" in err
+
+
+def test_the_launch_file_itself_may_be_given(tmp_path, monkeypatch, launches):
+    run_dir = recorded(tmp_path, monkeypatch)
+    assert relaunch_module.main([str(run_dir / "launch.yaml")]) == 0 and len(launches) == 1
+
+
+def test_a_record_that_fails_preflight_is_refused_with_the_reason_and_not_launched(
+    tmp_path, monkeypatch, launches, capsys
+):
+    run_dir = recorded(tmp_path, monkeypatch)
+    path = run_dir / "launch.yaml"
+    text = path.read_text()
+    assert "tensor_model_parallel_size: 2" in text
+    path.write_text(text.replace("tensor_model_parallel_size: 2", "tensor_model_parallel_size: 3", 1))
+    capsys.readouterr()
+    assert relaunch_module.main([str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "ERROR" in err and "tp=3" in err
+    assert launches == [], "a refused relaunch launched anyway"
+
+
+def test_a_missing_launch_file_is_refused_naming_it(tmp_path, launches, capsys):
+    with pytest.raises(SystemExit) as stop:
+        relaunch_module.main([str(tmp_path)])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'launch.yaml'} does not exist" in err and "Traceback" not in err
+    assert launches == []
+
+
+def test_a_shell_value_that_differs_is_named_and_not_used(tmp_path, monkeypatch, launches, capsys):
+    cleared(monkeypatch, ["OMP_NUM_THREADS"])
+    run_dir = recorded(tmp_path, monkeypatch)
+    monkeypatch.setenv("OMP_NUM_THREADS", "16")
+    monkeypatch.setenv("HCCL_BUFFSIZE", "300")  # the same as recorded: not mentioned
+    capsys.readouterr()
+    assert relaunch_module.main([str(run_dir)]) == 0
+    err = capsys.readouterr().err
+    assert "relaunch: OMP_NUM_THREADS: the recorded value is used, not this shell's" in err
+    assert "HCCL_BUFFSIZE" not in err
+    assert os.environ["OMP_NUM_THREADS"] == "16"
+
+
+def test_secrets_exported_at_launch_but_not_here_are_named(tmp_path, monkeypatch, launches, capsys):
+    monkeypatch.setenv("WANDB_API_KEY", "0123456789abcdef")
+    run_dir = recorded(tmp_path, monkeypatch)
+    monkeypatch.delenv("WANDB_API_KEY")
+    capsys.readouterr()
+    assert relaunch_module.main([str(run_dir)]) == 0
+    assert "relaunch: not exported here (they were at launch): WANDB_API_KEY" in capsys.readouterr().err
+    monkeypatch.setenv("WANDB_API_KEY", "0123456789abcdef")
+    assert relaunch_module.main([str(run_dir)]) == 0
+    assert "not exported here" not in capsys.readouterr().err

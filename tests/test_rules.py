@@ -1,0 +1,356 @@
+"""One targeted case per preflight rule: a refusal that breaks only that rule (its reason asserted,
+not only its key), and the accepting case at the boundary; numeric rules on both sides of it.
+
+Cases call the rule functions in-process on plain numbers or on one composed config (copied per
+case), so the whole file costs seconds; tests/test_preflight.py and test_override_rules.py check the
+same rules through `preflight` on whole configs.
+"""
+
+import copy
+from functools import cache
+
+import pytest
+from omegaconf import OmegaConf
+
+from verl_qwen35.checks import preflight
+from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
+from verl_qwen35.checks.layout import Layout
+from verl_qwen35.compose import compose
+
+
+@cache
+def _resolved(preset: str):
+    model, device = preset.split("_")
+    cfg = compose([f"model={model}", f"device={device}"])
+    OmegaConf.resolve(cfg)
+    return cfg
+
+
+def config(preset: str = "35b_gpu", **changes):
+    """A resolved preset with `changes` ({"a.b.c": value}) applied, as preflight sees a config."""
+    cfg = copy.deepcopy(_resolved(preset))
+    for key, value in changes.items():
+        OmegaConf.update(cfg, key, value, merge=False, force_add=True)
+    return cfg
+
+
+def errors(cfg) -> list[str]:
+    return [str(p) for p in preflight(cfg, machine_missing="warning") if p.level == "error"]
+
+
+# --- batches.py: megatron's interleaved (VPP) schedule ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("micro_batches", "pp", "group", "why"),
+    [
+        (4, 2, 4, None),  # group == micro-batches: the boundary passes
+        (4, 2, 5, "needs pp=2 <= group <= micro-batches"),  # group one above the micro-batches
+        (4, 2, 2, None),  # group == pp: the boundary passes
+        (4, 2, 1, "needs pp=2 <= group <= micro-batches"),  # group one below pp
+        (4, 2, None, None),  # no group: megatron uses pp
+        (1, 2, None, "needs pp=2 <= group <= micro-batches"),  # the default group of pp=2 > 1 micro-batch
+        (6, 2, 4, None),  # last group of 2 == pp passes
+        (5, 2, 4, "leave a last group of 1 < pp=2"),  # last group of 1 < pp
+        (8, 2, 4, None),  # whole groups only
+        (7, 4, 4, "leave a last group of 3 < pp=4"),
+    ],
+)
+def test_interleaved_schedule_boundaries(micro_batches, pp, group, why):
+    got = interleaving_problem(micro_batches, pp, group)
+    assert (got is None) if why is None else (why in got), got
+
+
+@pytest.mark.parametrize(
+    ("sequences", "dp", "micro", "vpp", "split", "vpp_why"),
+    [
+        (16, 4, 4, None, None, None),  # 16 = 4 ranks x 4: exact fit
+        (15, 4, 4, None, "15 sequences do not split into DP=4 ranks x micro-batches of 4", None),
+        (17, 4, 4, None, "17 sequences do not split into DP=4 ranks x micro-batches of 4", None),
+        (16, 4, 2, 2, None, None),  # 2 micro-batches, pp=2 group of 2
+        (8, 4, 2, 2, None, "needs pp=2 <= group <= micro-batches"),  # 1 micro-batch < pp
+    ],
+)
+def test_share_problems_split_then_interleaving(sequences, dp, micro, vpp, split, vpp_why):
+    got_split, got_vpp = share_problems(sequences, dp, micro, pp=2, vpp=vpp, group=None)
+    assert got_split == split
+    assert (got_vpp is None) if vpp_why is None else (vpp_why in got_vpp)
+
+
+def _layout(cfg) -> Layout:
+    return Layout.of(cfg)
+
+
+def test_train_batch_below_mini_batch_is_refused_and_equal_passes():
+    mini = "actor_rollout_ref.actor.ppo_mini_batch_size"
+    base = config()
+    train = base.data.train_batch_size
+    ok = batch_problems(config(**{mini: train}), _layout(base), uses_reference(base))
+    assert not [p for p in ok if "smaller than ppo_mini_batch_size" in p.message]
+    refused = batch_problems(config(**{mini: train + 1}), _layout(base), uses_reference(base))
+    (problem,) = [p for p in refused if "smaller than ppo_mini_batch_size" in p.message]
+    assert problem.keys == ("data.train_batch_size", mini)
+    assert f"train_batch_size={train} is smaller than ppo_mini_batch_size={train + 1}" in problem.message
+    assert f"lower the mini batch to at most {train}" in problem.message
+
+
+def test_micro_batch_unset_without_dynamic_batch_size_is_refused():
+    key = "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"
+    cfg = config(**{key: None, "actor_rollout_ref.actor.use_dynamic_bsz": False})
+    (problem,) = [p for p in batch_problems(cfg, _layout(cfg), uses_reference(cfg)) if p.keys == (key,)]
+    assert "is not set and dynamic batch size is off" in problem.message
+    cfg = config(**{key: None, "actor_rollout_ref.actor.use_dynamic_bsz": True})
+    assert batch_problems(cfg, _layout(cfg), uses_reference(cfg)) == []
+
+
+def test_log_prob_micro_batch_unset_is_refused_per_side():
+    cfg = config(**{"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": None})
+    found = [p for p in batch_problems(cfg, _layout(cfg), uses_reference(cfg)) if "log_prob" in p.keys[0]]
+    assert [p.keys[0] for p in found] == ["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"]
+    assert "is not set and dynamic batch size is off" in found[0].message
+    cfg = config(
+        **{
+            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": None,
+            "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz": True,
+        }
+    )
+    assert not [p for p in batch_problems(cfg, _layout(cfg), uses_reference(cfg)) if "log_prob" in p.keys[0]]
+
+
+# --- values.py: every number is an integer of the right sign (or null where allowed) ------------------
+
+ARR, OTC, MEG = "actor_rollout_ref", "megatron.override_transformer_config", "actor_rollout_ref.actor.megatron"
+# (key, null allowed, smallest value), restated from verl's typed config dataclasses and megatron-core.
+INTEGER_KEYS = [
+    *[(f"parallel.{k}", False, 1) for k in ("tp", "pp", "cp", "ep", "gen_tp", "gen_dp", "gen_ep", "nnodes")],
+    ("parallel.devices_per_node", False, 1),
+    ("parallel.etp", True, 1),
+    ("parallel.vpp", True, 1),
+    *[
+        (f"{MEG}.{k}", False, 1)
+        for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")
+    ],
+    (f"{MEG}.expert_model_parallel_size", False, 1),
+    (f"{MEG}.virtual_pipeline_model_parallel_size", True, 1),
+    (f"{MEG}.expert_tensor_parallel_size", True, 1),
+    ("trainer.nnodes", False, 1),
+    ("trainer.n_gpus_per_node", False, 1),
+    *[
+        (f"{ARR}.rollout.{k}", False, 1)
+        for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size")
+    ],
+    (f"{ARR}.rollout.expert_parallel_size", False, 1),
+    ("data.train_batch_size", False, 1),
+    ("data.max_prompt_length", False, 1),
+    ("data.max_response_length", False, 1),
+    (f"{ARR}.rollout.n", False, 1),
+    (f"{ARR}.actor.ppo_mini_batch_size", False, 1),
+    (f"{ARR}.actor.ppo_micro_batch_size_per_gpu", True, 1),
+    (f"{ARR}.actor.ppo_micro_batch_size", True, 1),
+    (f"{ARR}.actor.ppo_max_token_len_per_gpu", False, 1),
+    *[(f"{ARR}.{side}.log_prob_micro_batch_size_per_gpu", True, 1) for side in ("ref", "rollout")],
+    *[(f"{ARR}.{side}.log_prob_micro_batch_size", True, 1) for side in ("ref", "rollout")],
+    *[(f"{ARR}.{side}.log_prob_max_token_len_per_gpu", False, 1) for side in ("ref", "rollout")],
+    (f"{ARR}.rollout.max_model_len", True, 1),
+    (f"{ARR}.rollout.engine_kwargs.vllm.max_model_len", True, 1),
+    (f"{OTC}.recompute_num_layers", True, 1),
+    (f"{OTC}.num_layers_in_first_pipeline_stage", True, 1),
+    (f"{OTC}.num_layers_in_last_pipeline_stage", True, 1),
+    (f"{OTC}.mtp_num_layers", True, 0),
+    (f"{OTC}.microbatch_group_size_per_vp_stage", True, 1),
+    (f"{OTC}.moe_router_topk", False, 1),
+    (f"{OTC}.cpu_offloading_num_layers", False, 0),
+]
+
+
+def _value_errors(**changes) -> list:
+    from verl_qwen35.checks.values import value_problems
+
+    return value_problems(config(**changes))
+
+
+def _named(problem) -> str:
+    return " ".join(problem.keys)
+
+
+@pytest.mark.parametrize(("key", "nullable", "lowest"), INTEGER_KEYS, ids=[k for k, _, _ in INTEGER_KEYS])
+def test_each_integer_key_below_its_lowest_value_is_refused_and_the_lowest_passes(key, nullable, lowest):
+    leaf = key.rsplit(".", 1)[1]
+    (problem,) = _value_errors(**{key: lowest - 1})
+    assert leaf in _named(problem) or key.removeprefix("parallel.") in _named(problem), problem
+    assert f"={lowest - 1} must be >= {lowest}" in problem.message
+    assert problem.message.endswith(" (or null)") is nullable
+    assert _value_errors(**{key: lowest}) == []
+
+
+@pytest.mark.parametrize(("key", "nullable", "lowest"), INTEGER_KEYS, ids=[k for k, _, _ in INTEGER_KEYS])
+def test_each_integer_key_refuses_a_fraction_and_null_only_where_null_is_not_allowed(key, nullable, lowest):
+    (problem,) = _value_errors(**{key: lowest + 1.5})
+    assert f"={lowest + 1.5!r} is of type float; it must be a whole number" in problem.message
+    (whole,) = _value_errors(**{key: float(lowest + 1)})
+    assert f"(write {lowest + 1})" in whole.message
+    (flag,) = _value_errors(**{key: True})
+    assert "is of type bool" in flag.message
+    nulls = _value_errors(**{key: None})
+    assert (nulls == []) is nullable
+    if not nullable:
+        assert nulls[0].message == "is null; it needs an integer"
+
+
+def test_a_bad_shorthand_is_reported_once_under_its_own_name():
+    (problem,) = _value_errors(**{"parallel.tp": 0, f"{MEG}.tensor_model_parallel_size": 0})
+    assert problem.keys[0].startswith("parallel.tp")
+
+
+@pytest.mark.parametrize(
+    ("value", "refused"),
+    [(0.0, True), (1e-9, False), (0.6, False), (1.0, False), (1.0 + 1e-9, True), (-0.5, True), ("high", True)],
+)
+def test_gpu_memory_utilization_is_a_fraction_in_0_exclusive_1_inclusive(value, refused):
+    found = _value_errors(**{f"{ARR}.rollout.gpu_memory_utilization": value})
+    assert bool(found) is refused
+    if refused:
+        assert found[0].message == f"={value!r} must be a number in (0.0, 1.0]; the presets use 0.6-0.66"
+
+
+# --- sequences.py: the vLLM length budget, packed sequences, dynamic batches ------------------------------
+
+ROLLOUT_LEN = f"{ARR}.rollout.max_model_len"
+ENGINE_LEN = f"{ARR}.rollout.engine_kwargs.vllm.max_model_len"
+
+
+def _lengths(**changes) -> list:
+    from verl_qwen35.checks.sequences import length_problems
+
+    return length_problems(config(**changes))
+
+
+@pytest.mark.parametrize("key", [ROLLOUT_LEN, ENGINE_LEN])
+def test_prompt_plus_response_must_fit_max_model_len_exactly_fitting_passes(key):
+    other = ENGINE_LEN if key == ROLLOUT_LEN else ROLLOUT_LEN
+    base = {"data.max_prompt_length": 1000, "data.max_response_length": 3000, other: None}
+    assert _lengths(**base, **{key: 4000}) == []
+    (problem,) = _lengths(**base, **{key: 3999})
+    assert problem.keys == (key, "data.max_prompt_length", "data.max_response_length")
+    assert "max_prompt_length+max_response_length=1000+3000=4000 exceeds max_model_len=3999" in problem.message
+    assert f"raise {key} to at least 4000" in problem.message
+
+
+def test_without_any_max_model_len_there_is_no_length_budget():
+    assert _lengths(**{ROLLOUT_LEN: None, ENGINE_LEN: None, "data.max_response_length": 10**6}) == []
+
+
+def test_two_different_max_model_len_values_warn_and_the_engine_one_counts():
+    (warned, refused) = _lengths(
+        **{ROLLOUT_LEN: 100_000, ENGINE_LEN: 3000, "data.max_prompt_length": 1000, "data.max_response_length": 3000}
+    )
+    assert warned.level == "warning" and "the engine kwargs one (3000) reaches vLLM" in warned.message
+    assert refused.level == "error" and refused.keys[0] == ENGINE_LEN
+    assert _lengths(**{ROLLOUT_LEN: 4000, ENGINE_LEN: 4000}) == []
+
+
+def test_max_model_len_beyond_the_checkpoints_positions_is_refused_and_equal_passes():
+    ceiling = _resolved("35b_gpu").model.max_position_embeddings
+    assert _lengths(**{ROLLOUT_LEN: None, ENGINE_LEN: ceiling}) == []
+    (problem,) = _lengths(**{ROLLOUT_LEN: None, ENGINE_LEN: ceiling + 1})
+    assert problem.keys == (ENGINE_LEN,)
+    assert f"={ceiling + 1} exceeds Qwen3.5-35B-A3B's max_position_embeddings={ceiling}" in problem.message
+
+
+@pytest.mark.parametrize(("mcore", "refused"), [((0, 16), True), ((0, 17), True), ((0, 18), False), ((1, 0), False)])
+def test_packed_sequences_need_megatron_core_0_18(mcore, refused):
+    from verl_qwen35.checks.sequences import packing_problems
+
+    found = packing_problems(config(**{"megatron.use_remove_padding": True}), mcore)
+    assert bool(found) is refused
+    if refused:
+        assert found[0].keys[0] == "megatron.use_remove_padding"
+        assert f"before megatron-core 0.18 (installed: {mcore[0]}.{mcore[1]})" in found[0].message
+    assert packing_problems(config(**{"megatron.use_remove_padding": False}), mcore) == []
+
+
+def test_packing_refusal_without_megatron_core_says_which_version_it_assumed():
+    from verl_qwen35.checks.sequences import packing_problems
+
+    (problem,) = packing_problems(config(**{f"{ARR}.model.use_remove_padding": True}), None)
+    assert problem.keys == (f"{ARR}.model.use_remove_padding",)
+    assert "0.16 assumed (not installed here; the Ascend image's)" in problem.message
+
+
+@pytest.mark.parametrize(
+    "key",
+    [f"{ARR}.actor.use_dynamic_bsz", f"{ARR}.rollout.log_prob_use_dynamic_bsz", f"{ARR}.ref.log_prob_use_dynamic_bsz"],
+)
+def test_dynamic_batch_size_needs_packed_sequences(key):
+    from verl_qwen35.checks.sequences import packing_problems
+
+    (problem,) = packing_problems(config(**{key: True, "megatron.use_remove_padding": False}), (0, 18))
+    assert problem.keys == (key, "megatron.use_remove_padding")
+    assert "dynamic batch size needs packed sequences" in problem.message and f"set {key}=false" in problem.message
+    assert packing_problems(config(**{key: True, "megatron.use_remove_padding": True}), (0, 18)) == []
+
+
+# --- rollout.py: settings ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("estimator", "n", "refused"), [("grpo", 1, True), ("grpo", 2, False), ("gae", 1, False)])
+def test_grpo_needs_two_samples_a_prompt(estimator, n, refused):
+    from verl_qwen35.checks.rollout import rollout_setting_problems
+
+    found = rollout_setting_problems(config(**{"algorithm.adv_estimator": estimator, f"{ARR}.rollout.n": n}))
+    assert bool(found) is refused
+    if refused:
+        assert found[0].keys == (f"{ARR}.rollout.n",)
+        assert "=1: GRPO normalises rewards within each prompt's group" in found[0].message
+
+
+@pytest.mark.parametrize(
+    ("preset", "path", "refused_with"),
+    [
+        ("35b_gpu", "Qwen/Qwen3.5-35B-A3B", None),
+        ("35b_gpu", "/models/qwen3.5-35b-a3b-instruct", None),
+        ("35b_gpu", "/models/my-finetune", None),
+        ("35b_gpu", "Qwen/Qwen3.5-122B-A10B", "model=122b"),
+        ("122b_npu", "/data/Qwen3.5-35B-A3B", "model=35b"),
+        ("35b_gpu", "Qwen/Qwen3.5-397B-A17B", "model=397b"),
+    ],
+)
+def test_weights_of_another_size_than_the_model_preset_are_refused(preset, path, refused_with):
+    from verl_qwen35.checks.rollout import weights_problems
+
+    found = weights_problems(config(preset, **{f"{ARR}.model.path": path}))
+    assert bool(found) is bool(refused_with)
+    if refused_with:
+        assert found[0].keys == (f"{ARR}.model.path", "model")
+        assert f"use {refused_with}" in found[0].message and f"={path} names Qwen3.5-" in found[0].message
+
+
+# --- rollout.py: layout of the rollout engines ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("engine", "refused"), [("vllm", True), ("sglang", True), ("hf", False)])
+def test_rollout_pipeline_parallelism_is_refused_for_vllm_and_sglang(engine, refused):
+    from verl_qwen35.checks.rollout import rollout_problems
+
+    arch = _resolved("35b_gpu").model
+    two_stages = Layout(1, 8, 2, 1, 1, 8, 1, None, gen_tp=4, gen_dp=1, gen_pp=2, gen_ep=1)
+    found = rollout_problems(two_stages, arch, engine)
+    assert bool(found) is refused, [str(p) for p in found]
+    if refused:
+        assert found[0].keys == ("actor_rollout_ref.rollout.pipeline_model_parallel_size",)
+        assert f"{engine} rollout has no pipeline parallelism in verl" in found[0].message
+        assert "(now 2)" in found[0].message
+    one_stage = Layout(1, 8, 2, 1, 1, 8, 1, None, gen_tp=4, gen_dp=2, gen_pp=1, gen_ep=1)
+    assert rollout_problems(one_stage, arch, engine) == []
+
+
+@pytest.mark.parametrize(("gen_ep", "refused"), [(1, False), (8, False), (4, True), (16, True)])
+def test_rollout_expert_parallel_is_1_or_tp_times_dp(gen_ep, refused):
+    from verl_qwen35.checks.rollout import rollout_problems
+
+    layout = Layout(1, 8, 2, 1, 1, 8, 1, None, gen_tp=4, gen_dp=2, gen_pp=1, gen_ep=gen_ep)
+    found = rollout_problems(layout, _resolved("35b_gpu").model, "vllm")
+    assert bool(found) is refused
+    if refused:
+        assert found[0].keys[0] == "parallel.gen_ep (actor_rollout_ref.rollout.expert_parallel_size)"
+        assert f"rollout expert_parallel_size={gen_ep} must equal rollout tp*dp=8 (or be 1)" in found[0].message
