@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 from ray._private.services import canonicalize_bootstrap_address
 
 from tests.ray_head import separate_ray_head
+from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.compose import compose
 from verl_qwen35.devices import device_problems
 from verl_qwen35.doctor import main as doctor
@@ -101,27 +102,10 @@ def test_torch_cuda_build_is_read_from_version_py(tmp_path, monkeypatch):
 # --- devices --------------------------------------------------------------------------------------
 
 
-def _stub_data(directory: Path) -> list[str]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.table(
-        {
-            "prompt": [[{"role": "user", "content": "1+1?"}]],
-            "data_source": ["hiyouga/geometry3k"],
-            "reward_model": [{"style": "rule", "ground_truth": "2"}],
-        }
-    )
-    directory.mkdir(parents=True, exist_ok=True)
-    for name in ("train", "test"):
-        pq.write_table(table, directory / f"{name}.parquet")
-    return [f"data.train_files={directory}/train.parquet", f"data.val_files={directory}/test.parquet"]
-
-
 def launch(tmp_path: Path, env: dict[str, str], *overrides: str) -> subprocess.CompletedProcess:
     """A real launch from the command line (the user's path); stops wherever the checks stop it."""
     return subprocess.run(
-        [sys.executable, "-m", "verl_qwen35", *overrides, *_stub_data(tmp_path / "data")]
+        [sys.executable, "-m", "verl_qwen35", *overrides, *write_geo3k_stub(tmp_path / "data")]
         + [f"hydra.run.dir={tmp_path}/out"],
         capture_output=True,
         text=True,

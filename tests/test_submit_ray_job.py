@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.ray_head import free_ports, separate_ray_head
-from tests.test_forwarding import _write_geo3k_stub
 from tests.test_submit_slurm import REPO
+from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.launch_record import read_launch_file
 
 # Token authentication off on both sides, whether or not this machine has ~/.ray/auth_token.
@@ -52,7 +52,7 @@ def test_job_runs_the_relaunch_on_the_cluster_with_the_device_env(ray_head, tmp_
     python = tmp_path / "python-recording"
     python.write_text(f'#!/bin/bash\nexport RECORD_TO={record}\nexec {sys.executable} -m tests.submit_recorder "$@"\n')
     python.chmod(0o755)
-    data = _write_geo3k_stub(tmp_path / "geo3k")
+    data = write_geo3k_stub(tmp_path / "geo3k")
     no_stack = "launch_checks.stack=false"  # this machine has no vLLM or CANN stack; the device check runs
     run = submit(
         tmp_path, "device=npu", "model=35b", f"submit.address={address}", f"submit.python={python}", no_stack, *data
@@ -83,7 +83,7 @@ def test_job_runs_the_relaunch_on_the_cluster_with_the_device_env(ray_head, tmp_
 
 def test_unreachable_address_exits_2_naming_the_key_and_submits_nothing(tmp_path):
     (port,) = free_ports(1)
-    data = _write_geo3k_stub(tmp_path / "geo3k")
+    data = write_geo3k_stub(tmp_path / "geo3k")
     run = submit(tmp_path, "device=gpu", "model=35b", f"submit.address=http://127.0.0.1:{port}", *data)
     assert run.returncode == 2, run.stderr
     assert f"submit.address=http://127.0.0.1:{port}" in run.stderr and "Traceback" not in run.stderr

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.ray_head import free_ports, processes_using
-from tests.test_forwarding import _write_geo3k_stub
+from tests.tiny_data import write_geo3k_stub
 
 REPO = Path(__file__).resolve().parents[1]
 STANDINS = Path(__file__).with_name("standin_slurm")
@@ -80,7 +80,7 @@ class Cluster:
             "launch_checks.stack=false",
             f"submit.ray.head_args={ray_args(rest[:16])}",
             f"submit.ray.worker_args={ray_args(rest[16:])}",
-            *_write_geo3k_stub(tmp_path / "geo3k"),
+            *write_geo3k_stub(tmp_path / "geo3k"),
         ]
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "SLURM_"))},
