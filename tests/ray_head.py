@@ -6,6 +6,7 @@ own and ports picked here, so it never meets another Ray on this machine, and it
 stopped by its process group (never `ray stop`, which stops every Ray of the user).
 """
 
+import json
 import os
 import shutil
 import signal
@@ -14,8 +15,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 # What a node's login shell has at minimum; nothing of the job's environment.
@@ -41,13 +44,41 @@ def clean_env(extra: dict[str, str]) -> dict[str, str]:
     return {**env, **extra}
 
 
+@dataclass(frozen=True)
+class RayHead:
+    """A running head: the GCS address a driver joins, and the dashboard's URL when it has one."""
+
+    address: str
+    gcs_port: int
+    dashboard_url: str | None
+
+
 @contextmanager
-def separate_ray_head(node_env: dict[str, str], num_cpus: int = 2) -> Iterator[str]:
-    """`ray start --head --block` on 127.0.0.1 from a clean environment; yields its address."""
+def separate_ray_head(
+    node_env: dict[str, str] | None = None,
+    num_cpus: int = 2,
+    num_gpus: int = 0,
+    resources: dict[str, int] | None = None,
+    dashboard: bool = False,
+) -> Iterator[RayHead]:
+    """`ray start --head --block` on 127.0.0.1 from a clean environment (plus `node_env`).
+
+    `resources` are what the node advertises beside CPUs and GPUs (`{"NPU": 16}` for an A3
+    node); `dashboard=True` starts the full dashboard (Ray's Job Submission API) and waits for it.
+    """
     temp_dir = tempfile.mkdtemp(prefix="r", dir="/tmp")
-    gcs, node_manager, object_manager, client, dashboard, agent, agent_grpc, runtime_env_agent, metrics, *workers = (
-        free_ports(9 + 12)
-    )
+    (
+        gcs,
+        node_manager,
+        object_manager,
+        client,
+        dashboard_port,
+        agent,
+        agent_grpc,
+        runtime_env_agent,
+        metrics,
+        *workers,
+    ) = free_ports(9 + 12)
     command = [
         str(Path(sys.executable).parent / "ray"),
         "start",
@@ -63,25 +94,62 @@ def separate_ray_head(node_env: dict[str, str], num_cpus: int = 2) -> Iterator[s
         f"--runtime-env-agent-port={runtime_env_agent}",
         f"--metrics-export-port={metrics}",
         f"--worker-port-list={','.join(map(str, workers))}",
-        "--include-dashboard=false",
-        f"--dashboard-port={dashboard}",  # the minimal dashboard head still listens
+        f"--include-dashboard={str(dashboard).lower()}",
+        "--dashboard-host=127.0.0.1",
+        f"--dashboard-port={dashboard_port}",  # the minimal dashboard head still listens
         f"--num-cpus={num_cpus}",
-        "--num-gpus=0",
+        f"--num-gpus={num_gpus}",
+        f"--resources={json.dumps(resources or {})}",
+        "--object-store-memory=100000000",
         f"--temp-dir={temp_dir}",
         "--disable-usage-stats",
     ]
     log = Path(temp_dir) / "ray_start.log"
     with log.open("w") as out:
         head = subprocess.Popen(
-            command, env=clean_env(node_env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            command, env=clean_env(node_env or {}), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
-    address = f"127.0.0.1:{gcs}"
+    url = f"http://127.0.0.1:{dashboard_port}" if dashboard else None
     try:
         _wait_until_up(head, gcs, log)
-        yield address
+        if url:
+            _wait_for_dashboard(head, url, log)
+        yield RayHead(f"127.0.0.1:{gcs}", gcs, url)
     finally:
         _stop(head)
+        leftover = processes_using(temp_dir)
         shutil.rmtree(temp_dir, ignore_errors=True)
+        assert not leftover, f"Ray processes outlived the head: {list(leftover.values())}"
+
+
+def processes_using(path: str) -> dict[int, str]:
+    """pid -> command line of each live process naming `path` (Ray's processes name their temp dir)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:  # gone meanwhile
+            continue
+        if path in cmdline and state != "Z":
+            found[int(entry.name)] = cmdline
+    return found
+
+
+def _wait_for_dashboard(head: subprocess.Popen, url: str, log: Path, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if head.poll() is not None:
+            raise RuntimeError(f"ray start exited {head.returncode}:\n{log.read_text()}")
+        try:
+            urllib.request.urlopen(f"{url}/api/version", timeout=2)
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no dashboard at {url} after {timeout}s:\n{log.read_text()}") from None
+            time.sleep(1)
 
 
 def _wait_until_up(head: subprocess.Popen, port: int, log: Path, timeout: float = 90.0) -> None:

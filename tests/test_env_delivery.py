@@ -34,8 +34,8 @@ NODE_SHELL = {
 @pytest.fixture(scope="module")
 def node() -> str:
     """One separate Ray head for the module; its address."""
-    with separate_ray_head(NODE_SHELL) as address:
-        yield address
+    with separate_ray_head(NODE_SHELL) as head:
+        yield head.address
 
 
 @pytest.mark.parametrize("device", ["gpu", "npu"])

@@ -25,6 +25,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf
 from verl.utils.device import auto_set_device
 
+from tests.tiny_data import write_geo3k_stub
 from verl_qwen35 import __main__ as entrypoint
 from verl_qwen35.compose import compose
 from verl_qwen35.environment import effective_env
@@ -53,26 +54,6 @@ def _main_ppo():
             "cachetools, fastapi and uvicorn without declaring them (vllm brings them in a real install)."
         )
     return main_ppo
-
-
-def _write_geo3k_stub(directory: Path) -> list[str]:
-    """One-row parquet files with the columns preflight (and verl's dataset) read; their overrides."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    directory.mkdir(parents=True)
-    table = pa.table(
-        {
-            "prompt": [[{"role": "user", "content": "1+1?"}]],
-            "data_source": ["hiyouga/geometry3k"],
-            "reward_model": [{"style": "rule", "ground_truth": "2"}],
-        }
-    )
-    overrides = []
-    for key, name in (("train_files", "train.parquet"), ("val_files", "test.parquet")):
-        pq.write_table(table, directory / name)
-        overrides.append(f"data.{key}={directory / name}")
-    return overrides
 
 
 def recording_runner(out: Path, validate_in_worker: bool) -> type:
@@ -120,7 +101,7 @@ def launch(tmp_path, monkeypatch):
         monkeypatch.setattr(main_ppo, "TaskRunner", recording_runner(out, validate_in_worker=True))
 
     # A launch refuses missing data files; HOME stays (Ray keeps its auth token under ~/.ray).
-    data = _write_geo3k_stub(tmp_path / "geo3k")
+    data = write_geo3k_stub(tmp_path / "geo3k")
 
     def run(
         *overrides: str, shell: dict[str, str] | None = None, ray_init: tuple[str, ...] = (SMALL_RAY,)

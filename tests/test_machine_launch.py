@@ -2,15 +2,9 @@
 
 import json
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
-from contextlib import ExitStack
 from importlib.metadata import version
 from pathlib import Path
 
@@ -18,6 +12,8 @@ import pytest
 from omegaconf import OmegaConf
 from ray._private.services import canonicalize_bootstrap_address
 
+from tests.ray_head import separate_ray_head
+from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.compose import compose
 from verl_qwen35.devices import device_problems
 from verl_qwen35.doctor import main as doctor
@@ -106,27 +102,10 @@ def test_torch_cuda_build_is_read_from_version_py(tmp_path, monkeypatch):
 # --- devices --------------------------------------------------------------------------------------
 
 
-def _stub_data(directory: Path) -> list[str]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.table(
-        {
-            "prompt": [[{"role": "user", "content": "1+1?"}]],
-            "data_source": ["hiyouga/geometry3k"],
-            "reward_model": [{"style": "rule", "ground_truth": "2"}],
-        }
-    )
-    directory.mkdir(parents=True, exist_ok=True)
-    for name in ("train", "test"):
-        pq.write_table(table, directory / f"{name}.parquet")
-    return [f"data.train_files={directory}/train.parquet", f"data.val_files={directory}/test.parquet"]
-
-
 def launch(tmp_path: Path, env: dict[str, str], *overrides: str) -> subprocess.CompletedProcess:
     """A real launch from the command line (the user's path); stops wherever the checks stop it."""
     return subprocess.run(
-        [sys.executable, "-m", "verl_qwen35", *overrides, *_stub_data(tmp_path / "data")]
+        [sys.executable, "-m", "verl_qwen35", *overrides, *write_geo3k_stub(tmp_path / "data")]
         + [f"hydra.run.dir={tmp_path}/out"],
         capture_output=True,
         text=True,
@@ -149,65 +128,11 @@ def test_gpu_preset_on_this_machine_is_refused_before_ray_starts(tmp_path):
     assert not (tmp_path / "out" / "launch.yaml").exists()
 
 
-def free_ports(count: int) -> list[int]:
-    with ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-
-
 @pytest.fixture(scope="module")
 def ray_head() -> Iterator[str]:
-    """A real Ray head advertising 2 GPUs and 16 NPUs: own temp dir, own ports, stopped by its process group."""
-    temp_dir = tempfile.mkdtemp(prefix="r", dir="/tmp")
-    gcs, node_manager, object_manager, client, dashboard, agent, agent_grpc, runtime_env, metrics, *workers = (
-        free_ports(9 + 4)
-    )
-    command = [
-        str(Path(sys.executable).parent / "ray"),
-        "start",
-        "--head",
-        "--block",
-        "--node-ip-address=127.0.0.1",
-        f"--port={gcs}",
-        f"--node-manager-port={node_manager}",
-        f"--object-manager-port={object_manager}",
-        f"--ray-client-server-port={client}",
-        f"--dashboard-agent-listen-port={agent}",
-        f"--dashboard-agent-grpc-port={agent_grpc}",
-        f"--runtime-env-agent-port={runtime_env}",
-        f"--metrics-export-port={metrics}",
-        f"--worker-port-list={','.join(map(str, workers))}",
-        "--include-dashboard=false",
-        f"--dashboard-port={dashboard}",
-        "--num-cpus=1",
-        "--num-gpus=2",
-        '--resources={"NPU": 16}',
-        f"--temp-dir={temp_dir}",
-        "--disable-usage-stats",
-    ]
-    log = Path(temp_dir) / "ray_start.log"
-    # Token auth (a ~/.ray/auth_token) would refuse a driver that connects by address.
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    with log.open("w") as out:
-        head = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while "Ray runtime started" not in log.read_text():
-            if head.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"ray start failed:\n{log.read_text()}")
-            time.sleep(0.2)
-        yield f"127.0.0.1:{gcs}"
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(head.pid, sig)
-                head.wait(timeout=10)
-                break
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                continue
-        shutil.rmtree(temp_dir, ignore_errors=True)
+    """A real Ray head advertising 2 GPUs and 16 NPUs (tests/ray_head.py); its GCS address."""
+    with separate_ray_head(num_cpus=1, num_gpus=2, resources={"NPU": 16}) as head:
+        yield head.address
 
 
 def resolved(*overrides: str):

@@ -13,6 +13,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.environ import cleared
+from tests.tiny_data import write_geo3k_stub
 from verl_qwen35 import relaunch as relaunch_module
 from verl_qwen35.compose import compose
 from verl_qwen35.launch_record import write_launch_file
@@ -26,31 +27,11 @@ def launches(monkeypatch) -> list:
     return calls
 
 
-def data_files(directory: Path) -> list[str]:
-    """One-row parquet files with the columns preflight reads; the overrides naming them."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    directory.mkdir(parents=True, exist_ok=True)
-    table = pa.table(
-        {
-            "prompt": [[{"role": "user", "content": "1+1?"}]],
-            "data_source": ["hiyouga/geometry3k"],
-            "reward_model": [{"style": "rule", "ground_truth": "2"}],
-        }
-    )
-    overrides = []
-    for key, name in (("train_files", "train.parquet"), ("val_files", "test.parquet")):
-        pq.write_table(table, directory / name)
-        overrides.append(f"data.{key}={directory / name}")
-    return overrides
-
-
 def recorded(tmp_path: Path, monkeypatch, *overrides: str) -> Path:
     monkeypatch.chdir(tmp_path)
     # This CPU machine has neither the Ascend stack nor the devices the launch checks look for.
     no_machine_checks = ["launch_checks.stack=false", "launch_checks.devices=false"]
-    cfg = compose(["model=35b", "device=npu", *data_files(tmp_path / "data"), *no_machine_checks, *overrides])
+    cfg = compose(["model=35b", "device=npu", *write_geo3k_stub(tmp_path / "data"), *no_machine_checks, *overrides])
     OmegaConf.resolve(cfg)
     return write_launch_file(cfg, tmp_path).parent
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from tests.test_forwarding import _write_geo3k_stub
-from tests.test_submit_slurm import REPO, STANDINS, free_ports
+from tests.ray_head import free_ports
+from tests.test_submit_slurm import REPO, STANDINS
+from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.launch_record import read_launch_file
 
 # The script's settings block, evaluated by bash; prints one array's elements, one a line.
@@ -103,7 +104,7 @@ def test_submit_keys_are_part_of_the_printed_config(tmp_path):
 
 
 def test_without_sbatch_exits_2_naming_the_command_and_writes_nothing(tmp_path):
-    data = _write_geo3k_stub(tmp_path / "geo3k")
+    data = write_geo3k_stub(tmp_path / "geo3k")
     run = verl_qwen35(tmp_path, "device=gpu", "model=35b", "submit=slurm", "hydra.run.dir=run", *data)
     assert run.returncode == 2, run.stderr
     assert "`sbatch` command is not on PATH" in run.stderr and "dry_run=true" in run.stderr
@@ -116,7 +117,7 @@ def test_sbatch_refusing_the_job_exits_2_naming_the_keys(tmp_path):
     failing.mkdir()
     (failing / "sbatch").write_text("#!/bin/sh\necho 'sbatch: error: invalid partition specified: nope' >&2\nexit 1\n")
     (failing / "sbatch").chmod(0o755)
-    data = _write_geo3k_stub(tmp_path / "geo3k")
+    data = write_geo3k_stub(tmp_path / "geo3k")
     run = verl_qwen35(
         tmp_path, "submit=slurm", "submit.partition=nope", "hydra.run.dir=run", *data, path=f"{failing}:/usr/bin:/bin"
     )
@@ -127,7 +128,7 @@ def test_sbatch_refusing_the_job_exits_2_naming_the_keys(tmp_path):
 
 def test_refused_config_is_never_submitted(tmp_path):
     log = tmp_path / "steps.tsv"
-    data = _write_geo3k_stub(tmp_path / "geo3k")
+    data = write_geo3k_stub(tmp_path / "geo3k")
     run = verl_qwen35(
         tmp_path,
         "submit=slurm",
@@ -143,7 +144,7 @@ def test_refused_config_is_never_submitted(tmp_path):
 
 def test_sweep_submits_one_job_per_point_each_with_its_own_run(tmp_path):
     log = tmp_path / "steps.tsv"
-    data = _write_geo3k_stub(tmp_path / "geo3k")
+    data = write_geo3k_stub(tmp_path / "geo3k")
     run = verl_qwen35(
         tmp_path,
         "-m",

@@ -8,84 +8,28 @@ task runner replaced by the recording one of test_forwarding.py (tests/submit_re
 
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.test_forwarding import _write_geo3k_stub
-from tests.test_submit_slurm import REPO, free_ports, processes_using
+from tests.ray_head import free_ports, separate_ray_head
+from tests.test_submit_slurm import REPO
+from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.launch_record import read_launch_file
 
 # Token authentication off on both sides, whether or not this machine has ~/.ray/auth_token.
 AUTH = {"RAY_AUTH_MODE": "disabled"}
 
 
-def _clean_env() -> dict[str, str]:
-    keep = ("HOME", "LANG", "USER", "TMPDIR")
-    return {
-        **{k: os.environ[k] for k in keep if k in os.environ},
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
-        "PYTHONPATH": str(REPO),
-        **AUTH,
-    }
-
-
 @pytest.fixture(scope="module")
 def ray_head():
-    """`ray start --head --block` with the dashboard on 127.0.0.1; yields (dashboard URL, GCS port)."""
-    temp_dir = tempfile.mkdtemp(prefix="r", dir="/tmp")
-    port, dashboard, client, *rest = free_ports(3 + 6 + 10)
-    names = ("node-manager", "object-manager", "runtime-env-agent", "dashboard-agent-grpc")
-    names += ("dashboard-agent-listen", "metrics-export")
-    command = [
-        str(Path(sys.executable).parent / "ray"),
-        "start",
-        "--head",
-        "--block",
-        "--disable-usage-stats",
-        "--node-ip-address=127.0.0.1",
-        f"--port={port}",
-        "--dashboard-host=127.0.0.1",
-        f"--dashboard-port={dashboard}",
-        f"--ray-client-server-port={client}",
-        *(f"--{name}-port={p}" for name, p in zip(names, rest, strict=False)),
-        f"--worker-port-list={','.join(map(str, rest[len(names) :]))}",
-        f"--temp-dir={temp_dir}",
-        "--num-cpus=2",
-        '--resources={"NPU": 16}',  # one A3 node, as the 35B NPU preset needs; verl's job checks it
-        "--object-store-memory=100000000",
-    ]
-    log = Path(temp_dir) / "head.log"
-    with log.open("w") as out:
-        head = subprocess.Popen(command, env=_clean_env(), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{dashboard}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert head.poll() is None, f"the Ray head exited:\n{log.read_text()}"
-            try:
-                urllib.request.urlopen(f"{url}/api/version", timeout=2)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, f"no dashboard at {url}:\n{log.read_text()}"
-                time.sleep(1)
-        yield url, port
-    finally:
-        head.send_signal(signal.SIGTERM)  # `ray start --block` stops what it started
-        try:
-            head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
-        leftover = processes_using(temp_dir)
-        shutil.rmtree(temp_dir, ignore_errors=True)
-        assert not leftover, f"Ray processes outlived the head: {list(leftover.values())}"
+    """A head with its dashboard and 16 NPU (one A3 node, as the 35B NPU preset needs; verl's job
+    checks it), from a clean environment (tests/ray_head.py); yields (dashboard URL, GCS port)."""
+    with separate_ray_head({"PYTHONPATH": str(REPO)}, resources={"NPU": 16}, dashboard=True) as head:
+        yield head.dashboard_url, head.gcs_port
 
 
 def submit(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess[str]:
@@ -108,7 +52,7 @@ def test_job_runs_the_relaunch_on_the_cluster_with_the_device_env(ray_head, tmp_
     python = tmp_path / "python-recording"
     python.write_text(f'#!/bin/bash\nexport RECORD_TO={record}\nexec {sys.executable} -m tests.submit_recorder "$@"\n')
     python.chmod(0o755)
-    data = _write_geo3k_stub(tmp_path / "geo3k")
+    data = write_geo3k_stub(tmp_path / "geo3k")
     no_stack = "launch_checks.stack=false"  # this machine has no vLLM or CANN stack; the device check runs
     run = submit(
         tmp_path, "device=npu", "model=35b", f"submit.address={address}", f"submit.python={python}", no_stack, *data
@@ -139,7 +83,7 @@ def test_job_runs_the_relaunch_on_the_cluster_with_the_device_env(ray_head, tmp_
 
 def test_unreachable_address_exits_2_naming_the_key_and_submits_nothing(tmp_path):
     (port,) = free_ports(1)
-    data = _write_geo3k_stub(tmp_path / "geo3k")
+    data = write_geo3k_stub(tmp_path / "geo3k")
     run = submit(tmp_path, "device=gpu", "model=35b", f"submit.address=http://127.0.0.1:{port}", *data)
     assert run.returncode == 2, run.stderr
     assert f"submit.address=http://127.0.0.1:{port}" in run.stderr and "Traceback" not in run.stderr

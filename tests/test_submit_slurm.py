@@ -12,16 +12,15 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
-from tests.test_forwarding import _write_geo3k_stub
+from tests.ray_head import free_ports, processes_using
+from tests.tiny_data import write_geo3k_stub
 
 REPO = Path(__file__).resolve().parents[1]
 STANDINS = Path(__file__).with_name("standin_slurm")
@@ -36,37 +35,12 @@ PER_NODE_PORTS = (
 )
 
 
-def free_ports(count: int) -> list[int]:
-    """Ports the kernel hands out now, all held open together so they differ."""
-    with ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-
-
 def ray_args(ports: list[int]) -> str:
     """`ray start` options for one node on a shared machine: its own ports, a small object store."""
     options = [f"--{name}={port}" for name, port in zip(PER_NODE_PORTS, ports, strict=False)]
     options += [f"--worker-port-list={','.join(map(str, ports[len(PER_NODE_PORTS) :]))}"]
     options += ["--object-store-memory=100000000"]
     return "[" + ",".join(f"'{option}'" for option in options) + "]"
-
-
-def processes_using(path: str) -> dict[int, str]:
-    """pid -> command line of each live process naming `path` (Ray's processes name their temp dir)."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:  # gone meanwhile
-            continue
-        if path in cmdline and state != "Z":
-            found[int(entry.name)] = cmdline
-    return found
 
 
 def in_order(text: str, *parts: str) -> None:
@@ -106,7 +80,7 @@ class Cluster:
             "launch_checks.stack=false",
             f"submit.ray.head_args={ray_args(rest[:16])}",
             f"submit.ray.worker_args={ray_args(rest[16:])}",
-            *_write_geo3k_stub(tmp_path / "geo3k"),
+            *write_geo3k_stub(tmp_path / "geo3k"),
         ]
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "SLURM_"))},

@@ -29,8 +29,9 @@ from verl_qwen35.checks.transformer import LAYOUT_FIELDS
 MACHINE_DEPENDENT = {"apply_rope_fusion": False, "moe_permute_fusion": False}
 _LAYOUT_KEYS = {name: KEYS[short] for name, short in LAYOUT_FIELDS.items()}
 # Messages of megatron-core that name no field: (pattern, keys).
+_ACCOUNTING = ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
 _MESSAGE_KEYS = [
-    (r"middle (PP stages|stage|pipeline rank)|uneven pipelin", (FIRST, LAST, PP)),
+    (r"middle (PP stages|stage|pipeline rank|layers|pipeline_model_parallel_size)|uneven pipelin", (FIRST, LAST, PP)),
     (r"layers at first stage", (FIRST, VPP)),
     (r"layers at last stage", (LAST, VPP)),
     (r"sequence parallelism without tensor parallelism", (f"{OTC}.sequence_parallel", KEYS["tp"])),
@@ -110,6 +111,9 @@ def keys_of_message(message: str, overrides: Mapping[str, Any]) -> tuple[str, ..
             keys.append(_LAYOUT_KEYS[name])
         elif name in overrides:
             keys.append(f"{OTC}.{name}")
+    if FIRST in keys:
+        # the split counts embedding/loss as layers when asked (transformer_config.py __post_init__)
+        keys += [f"{OTC}.{name}" for name in _ACCOUNTING if overrides.get(name)]
     keys = list(dict.fromkeys(keys))
     return tuple(keys) or (OTC,)
 
@@ -168,6 +172,8 @@ def real_transformer_problems(
                 stage.count(LayerType.decoder) for vp in range(len(layout[0])) for stage in (r[vp] for r in layout)
             ]
     except TypeError as err:
+        if "'NoneType' and 'Version'" in str(err):
+            return []  # is_te_min_version without transformer-engine (fp8): a kernel this CPU install lacks
         if "unexpected keyword argument" in str(err):
             name = str(err).rsplit("'", 2)[-2]
             return [error(f"{OTC}.{name}", f"is not a field of megatron-core's TransformerConfig ({err})")]
@@ -255,6 +261,23 @@ def micro_batch_refusal(sequences: int, dp: int, micro: int) -> str | None:
     return None
 
 
+def mini_batch_refusal(sequences: int, mini_sequences: int, dp: int) -> str | None:
+    """verl's own `make_iterator` (verl/utils/tensordict_utils.py, called by `train_mini_batch` in
+    verl/workers/engine_workers.py) on one DP rank's share of the step and of a mini-batch."""
+    import torch
+    from tensordict import TensorDict
+    from verl.utils import tensordict_utils as tu
+
+    if sequences % dp or mini_sequences % dp:
+        return None  # the micro-batch check reports an uneven DP split
+    share, mini = sequences // dp, mini_sequences // dp
+    try:
+        next(iter(tu.make_iterator(TensorDict({"x": torch.zeros(share, 1)}, batch_size=[share]), mini, epochs=1)))
+    except AssertionError as err:
+        return f"{share} sequences per DP rank in mini-batches of {mini}: {err}"
+    return None
+
+
 def real_batch_problems(cfg: DictConfig, lo: Layout, uses_ref: bool) -> list[Problem]:
     """verl's micro-batch split for training and the log-prob passes, without dynamic batch size."""
     arr = cfg.actor_rollout_ref
@@ -286,6 +309,8 @@ def real_batch_problems(cfg: DictConfig, lo: Layout, uses_ref: bool) -> list[Pro
     for key, micro, sequences in passes:
         if micro is not None and (why := micro_batch_refusal(sequences, lo.dp, micro)):
             found.append(error((key, "data.train_batch_size", "actor_rollout_ref.rollout.n"), f"verl: {why}"))
+    if why := mini_batch_refusal(train * n, arr.actor.ppo_mini_batch_size * n, lo.dp):
+        found.append(error(("actor_rollout_ref.actor.ppo_mini_batch_size", "data.train_batch_size"), f"verl: {why}"))
     return found
 
 

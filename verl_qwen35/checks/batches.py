@@ -3,7 +3,9 @@
 Upstream (verl 0.9.1 unless noted):
 - `verl/utils/config.py` `validate_config`: train_batch_size * n divisible by DP * ppo_micro_batch_size_per_gpu;
 - `verl/workers/config/actor.py` `ActorConfig.validate`: train_batch_size >= ppo_mini_batch_size;
-- `verl/workers/engine_workers.py` `train_mini_batch`: mini-batch sequences divisible by DP;
+- `verl/workers/engine_workers.py` `train_mini_batch`: mini-batch sequences divisible by DP, and each DP
+  rank's share of the step a whole number of mini-batches (`verl/utils/tensordict_utils.py` `make_iterator`
+  asserts `batch_size % mini_batch_size == 0`);
 - `verl/workers/engine/utils.py` `prepare_micro_batches`: each DP rank's share divisible by the micro-batch
   (training micro-batch, and the log-prob micro-batches of actor/rollout and ref);
 - megatron-core 0.16.1 `pipeline_parallel/schedules.py` `forward_backward_pipelining_with_interleaving`:
@@ -59,6 +61,17 @@ def batch_problems(cfg: DictConfig, lo: Layout, uses_ref: bool) -> list[Problem]
                 ("data.train_batch_size", f"{ACTOR}.ppo_mini_batch_size"),
                 f"train_batch_size={train} is smaller than ppo_mini_batch_size={mini}; "
                 f"lower the mini batch to at most {train}",
+            )
+        )
+    elif train % mini:
+        # verl/utils/tensordict_utils.py make_iterator: each DP rank's share of the step must be a whole
+        # number of its mini-batch share, i.e. train_batch_size a multiple of ppo_mini_batch_size.
+        whole = [d for d in range(1, train + 1) if train % d == 0]
+        found.append(
+            error(
+                (f"{ACTOR}.ppo_mini_batch_size", "data.train_batch_size"),
+                f"train_batch_size={train} is not a whole number of ppo_mini_batch_size={mini} mini-batches "
+                f"(verl's make_iterator asserts it at the first update); use a divisor of {train}: {whole}",
             )
         )
     if actor.use_dynamic_bsz:

@@ -51,6 +51,18 @@ def packing_problems(cfg: DictConfig, mcore: tuple[int, int] | None) -> list[Pro
                         f"Gated DeltaNet cannot use here; set {key}=false",
                     )
                 )
+    per_token = "megatron.override_transformer_config.calculate_per_token_loss"
+    if cfg.megatron.override_transformer_config.get("calculate_per_token_loss") and not cfg.megatron.use_remove_padding:
+        # verl 0.9.1 verl/workers/engine/megatron/transformer_impl.py (forward_backward_batch):
+        # "calculate_per_token_loss=True requires use_remove_padding=True" (padded batches skew the MoE aux/z
+        # loss against per-token gradients).
+        found.append(
+            error(
+                (per_token, "megatron.use_remove_padding"),
+                "=true needs packed sequences (megatron.use_remove_padding=true; verl raises otherwise at the first "
+                f"step), which Qwen3.5's Gated DeltaNet cannot use here; drop {per_token}",
+            )
+        )
     return found
 
 
@@ -81,6 +93,17 @@ def length_problems(cfg: DictConfig) -> list[Problem]:
                 key,
                 f"={in_use} exceeds {cfg.model.name}'s max_position_embeddings={ceiling}; vLLM refuses it. "
                 f"Use at most {ceiling}",
+            )
+        )
+    if in_use is None and ceiling is not None and needed > ceiling:
+        # verl/workers/rollout/vllm_rollout/vllm_async_server.py `_validate_configs`: an unset max_model_len
+        # becomes max_position_embeddings, and generation caps max_tokens by it (responses cut short).
+        found.append(
+            error(
+                ("data.max_prompt_length", "data.max_response_length"),
+                f"max_prompt_length+max_response_length={cfg.data.max_prompt_length}+"
+                f"{cfg.data.max_response_length}={needed} exceeds {cfg.model.name}'s max_position_embeddings="
+                f"{ceiling} (vLLM's context when max_model_len is unset); keep the sum at most {ceiling}",
             )
         )
     if in_use is not None and needed > in_use:

@@ -47,6 +47,13 @@ ARCH_SWITCHES = {
     "experimental_attention_variant": "gated_delta_net",
     "multi_latent_attention": False,
     "moe_layer_freq": 1,
+    # Qwen3.5's blocks as Megatron-Bridge builds them (the same values verl_qwen35/validators.py
+    # `facts_config` hands TransformerConfig): another value builds layers the checkpoint has no weights for.
+    "normalization": "RMSNorm",
+    "layernorm_zero_centered_gamma": True,
+    "gated_linear_unit": True,
+    "add_bias_linear": False,
+    "attention_output_gate": True,
 }
 # transformer_config.py: allowed recompute_modules for selective recompute.
 RECOMPUTE_MODULES = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
@@ -235,6 +242,9 @@ def _moe_problems(otc: Mapping[str, Any], arch: Any, lo: Layout) -> list[Problem
     topk = get("moe_router_topk", arch.num_experts_per_tok)
     if not 1 <= topk <= arch.num_experts:
         add(("moe_router_topk",), f"={topk} must be between 1 and num_experts={arch.num_experts}")
+    if get("moe_apply_probs_on_input") and topk != 1:
+        # moe/experts.py (GroupedMLP, TEGroupedMLP, SequentialMLP forward): asserted at the first step
+        add(("moe_apply_probs_on_input", "moe_router_topk"), f"=true only works with moe_router_topk=1 (it is {topk})")
     balancing = get("moe_router_load_balancing_type", "none")  # verl's Megatron-Bridge default
     types = balancing if isinstance(balancing, list) else [balancing]
     if bad := [t for t in types if t not in LOAD_BALANCING]:
