@@ -674,7 +674,9 @@ def main() -> int:
 
     def record(mutant: Mutant, verdict: str) -> None:
         saved[key(mutant)] = verdict
-        results_file.write_text(json.dumps(saved, indent=0, sort_keys=True))
+        # Another run (other modules) may have written since: keep its verdicts too, not only ours.
+        on_disk = json.loads(results_file.read_text()) if results_file.is_file() else {}
+        results_file.write_text(json.dumps({**on_disk, **saved}, indent=0, sort_keys=True))
 
     if args.saved_only:  # an interrupted run: score what was decided, labelled as part of the module
         mutants = [m for m in mutants if key(m) in saved and not saved[key(m)].startswith("error")]
