@@ -236,8 +236,14 @@ def test_prompt_plus_response_must_fit_max_model_len_exactly_fitting_passes(key)
     assert f"raise {key} to at least 4000" in problem.message
 
 
-def test_without_any_max_model_len_there_is_no_length_budget():
-    assert _lengths(**{ROLLOUT_LEN: None, ENGINE_LEN: None, "data.max_response_length": 10**6}) == []
+def test_without_any_max_model_len_the_checkpoints_positions_are_the_budget():
+    """verl hands vLLM no max_model_len, so vLLM's context is max_position_embeddings (vllm_async_server.py)."""
+    ceiling = _resolved("35b_gpu").model.max_position_embeddings
+    unset = {ROLLOUT_LEN: None, ENGINE_LEN: None, "data.max_prompt_length": 1000}
+    assert _lengths(**unset, **{"data.max_response_length": ceiling - 1000}) == []
+    (problem,) = _lengths(**unset, **{"data.max_response_length": ceiling - 999})
+    assert problem.keys == ("data.max_prompt_length", "data.max_response_length")
+    assert f"max_position_embeddings={ceiling}" in problem.message
 
 
 def test_two_different_max_model_len_values_warn_and_the_engine_one_counts():
