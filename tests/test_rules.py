@@ -12,10 +12,11 @@ from functools import cache
 import pytest
 from omegaconf import OmegaConf
 
-from verl_qwen35.checks import preflight
+from verl_qwen35.checks import bad_value_problems, device_of, preflight
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
 from verl_qwen35.checks.layout import Layout
 from verl_qwen35.compose import compose
+from verl_qwen35.devices import RESOURCE
 
 
 @cache
@@ -360,3 +361,55 @@ def test_rollout_expert_parallel_is_1_or_tp_times_dp(gen_ep, refused):
     if refused:
         assert found[0].keys[0] == "parallel.gen_ep (actor_rollout_ref.rollout.expert_parallel_size)"
         assert f"rollout expert_parallel_size={gen_ep} must equal rollout tp*dp=8 (or be 1)" in found[0].message
+
+
+# --- checks/__init__.py: preflight runs every family -------------------------------------------------------
+
+
+def _preflight(machine_missing: str = "warning", **changes) -> list:
+    return preflight(config(**changes), machine_missing=machine_missing)
+
+
+def test_preflight_refuses_a_layout_that_does_not_fit_memory():
+    (memory,) = [p for p in _preflight(**{"hardware.device_memory_gib": 32}) if "hardware.device_memory_gib" in p.keys]
+    assert memory.level == "error" and memory.message.startswith("training needs ")
+    assert "GiB of 32 GiB" in memory.message and "more model parallelism" in memory.message
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("data.train_files", "/nonexistent/train.parquet", "/nonexistent/train.parquet does not exist; prepare it"),
+        ("actor_rollout_ref.model.path", "/nonexistent/model", "/nonexistent/model is neither a local directory"),
+    ],
+)
+def test_preflight_checks_this_machines_files_at_the_level_asked(key, value, says):
+    for level in ("error", "warning"):
+        (missing,) = [p for p in _preflight(level, **{key: value}) if p.keys == (key,)]
+        assert (missing.level, missing.message.startswith(says)) == (level, True)
+
+
+def test_override_values_are_checked_after_interpolation():
+    """`override_transformer_config.X=${...}` is typed by its resolved value, as megatron-core receives it."""
+    cfg = compose(
+        ["model=35b", "device=gpu", "megatron.override_transformer_config.recompute_num_layers=${parallel.pp}"]
+    )
+    assert errors(cfg) == []
+    cfg = compose(["model=35b", "device=gpu", "megatron.override_transformer_config.moe_aux_loss_coeff=${model.name}"])
+    assert errors(cfg) == [
+        "ERROR   [megatron.override_transformer_config.moe_aux_loss_coeff] ='Qwen3.5-35B-A3B' is of type str; "
+        "megatron-core expects float or list"
+    ]
+
+
+def test_bad_value_problems_reads_the_override_config_itself_when_not_given_one():
+    cfg = config(**{"megatron.override_transformer_config.moe_aux_loss_coeff": "high"})
+    (wrong,) = bad_value_problems(cfg)
+    assert wrong.keys == ("megatron.override_transformer_config.moe_aux_loss_coeff",)
+    assert wrong.message == "='high' is of type str; megatron-core expects float or list"
+
+
+@pytest.mark.parametrize(("preset", "device", "resource"), [("35b_gpu", "gpu", "GPU"), ("35b_npu", "npu", "NPU")])
+def test_device_of_names_the_device_as_the_machine_checks_and_ray_know_it(preset, device, resource):
+    assert device_of(config(preset)) == device
+    assert RESOURCE[device_of(config(preset))] == resource  # verl_qwen35/devices.py: the Ray resource asked for

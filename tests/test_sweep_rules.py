@@ -11,11 +11,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from hydra import initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import OmegaConf
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from verl_qwen35 import __main__ as entrypoint
 from verl_qwen35 import sweep
+from verl_qwen35.errors import UserError
+from verl_qwen35.paths import conf_dir
 from verl_qwen35.sweep import VERDICT, ActiveSweep, SweepSummary, first_reason, summarize, table, write_summary
 
 
@@ -26,9 +31,9 @@ def multirun(tmp_path, monkeypatch):
     monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
     monkeypatch.setattr(HydraConfig.instance(), "cfg", HydraConfig.instance().cfg)  # restored after the case
 
-    def run(*overrides: str, capsys) -> tuple[int, str, list[dict]]:
-        sweep_dir = tmp_path / "sweep"
-        argv = ["verl-qwen35", "-m", *overrides, "dry_run=true", f"hydra.sweep.dir={sweep_dir}"]
+    def run(*overrides: str, capsys, sweep_dir: Path | None = None) -> tuple[int, str, list[dict]]:
+        sweep_dir = sweep_dir or tmp_path / "sweep"
+        argv = ["verl-qwen35", "-m", *overrides, "dry_run=true", f"hydra.sweep.dir='{sweep_dir}'"]
         monkeypatch.setattr(sys, "argv", argv)
         code = 0
         try:
@@ -182,3 +187,144 @@ def test_each_jobs_verdict_is_indented_for_people(multirun, tmp_path, capsys):
     assert code == 0 and len(rows) == 2
     text = (tmp_path / "sweep" / "1" / VERDICT).read_text()
     assert text.startswith('{\n  "job": 1,\n  "sweep_id": '), text[:80]
+
+
+@pytest.fixture
+def sweep_job(monkeypatch):
+    """`sweep_job(num, *overrides)`: Hydra's state inside job `num` of a real multirun of these overrides;
+    returns the sweep's (master) config and the job's.
+
+    The sweep's config is composed as `-m` composes it, the job's config as Hydra's basic launcher
+    loads it (hydra/_internal/core_plugins/basic_launcher.py: load_sweep_config, then job.num)."""
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", HydraConfig.instance().cfg)  # restored after the case
+    monkeypatch.setattr(sweep, "_ACTIVE", None)
+
+    def enter(num: int, *overrides: str, sweep_dir: Path) -> tuple[DictConfig, DictConfig]:
+        with initialize_config_dir(str(conf_dir()), version_base=None, job_name="verl_qwen35"):
+            hydra = GlobalHydra.instance().hydra
+            # As the entrypoint hands them to Hydra (implicit choices such as verl_schema added), and `-m`
+            # as Hydra adds it (hydra/_internal/utils.py: _run_hydra).
+            line = entrypoint.prepare([*overrides, f"hydra.sweep.dir={sweep_dir}"], announce=False)
+            lines = [*line.argv(), "hydra.mode=MULTIRUN"]
+            master = hydra.compose_config("config", lines, run_mode=RunMode.MULTIRUN)
+            job = hydra.config_loader.load_sweep_config(master, sweep.planned_jobs(master)[num])
+        with open_dict(job):
+            job.hydra.job.num = num
+        HydraConfig.instance().set_config(job)
+        return master, job
+
+    return enter
+
+
+def test_the_planned_jobs_are_the_jobs_the_sweep_runs_interpolations_unresolved(sweep_job, multirun, tmp_path, capsys):
+    """Planned jobs become the 'not run' rows of a sweep Ctrl-C stopped: they must be the sweep's own jobs."""
+    overrides = ("model=35b", "device=gpu", "parallel.tp=2,4", "parallel.ep=1,${parallel.tp}")
+    master, _ = sweep_job(0, *overrides, "dry_run=true", sweep_dir=tmp_path / "sweep")
+    planned = sweep.planned_jobs(master)
+    # As Hydra's basic sweeper hands them to its jobs: `${...}` escaped, for each job to resolve.
+    assert [job[-3:-1] for job in planned] == [
+        ["parallel.tp=2", "parallel.ep=1"],
+        ["parallel.tp=2", "parallel.ep=$\\{parallel.tp\\}"],
+        ["parallel.tp=4", "parallel.ep=1"],
+        ["parallel.tp=4", "parallel.ep=$\\{parallel.tp\\}"],
+    ]
+    multirun(*overrides, capsys=capsys)
+    assert planned == [_job_verdict(tmp_path / "sweep", n)["overrides"] for n in range(4)]
+
+
+def test_a_sweeper_other_than_the_basic_one_plans_nothing(sweep_job, tmp_path):
+    """Another sweeper (optuna, ...) chooses its jobs as it goes: no 'not run' rows can be predicted."""
+    master, _ = sweep_job(0, "model=35b", "parallel.tp=2,4", sweep_dir=tmp_path)
+    assert sweep.planned_jobs(master)
+    with open_dict(master):
+        master.hydra.sweeper._target_ = "hydra.plugins.sweeper.Sweeper"
+    assert sweep.planned_jobs(master) == []
+
+
+def _job_verdict(sweep_dir: Path, num: int) -> dict:
+    return json.loads((sweep_dir / str(num) / VERDICT).read_text())
+
+
+def test_a_job_that_exits_nonzero_is_failed_with_its_code_and_the_sweep_goes_on(sweep_job, tmp_path, capsys):
+    sweep_job(1, "model=35b", "parallel.tp=2,4", sweep_dir=tmp_path)
+    output_dir = tmp_path / "1"
+    output_dir.mkdir()
+    sweep.guarded_job(lambda: sys.exit(3), str(output_dir), "dry")  # returns: the next job runs
+    record = _job_verdict(tmp_path, 1)
+    assert (record["job"], record["status"], record["valid"], record["mode"]) == (1, "failed", False, "dry")
+    assert record["errors"] == [{"keys": [], "message": "exited with code 3"}]
+    assert record["overrides"][-2:] == ["model=35b", "parallel.tp=4"]
+    assert "job 1 failed: exited with code 3" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("code", [0, None])
+def test_a_job_that_exits_0_keeps_the_verdict_it_wrote(sweep_job, tmp_path, code):
+    sweep_job(0, "model=35b", "parallel.tp=2,4", sweep_dir=tmp_path)
+    output_dir = tmp_path / "0"
+    output_dir.mkdir()
+
+    def job() -> None:
+        sweep.write_verdict(str(output_dir), "launch", [])
+        sys.exit(code)
+
+    sweep.guarded_job(job, str(output_dir), "launch")
+    assert (_job_verdict(tmp_path, 0)["status"], _job_verdict(tmp_path, 0)["valid"]) == ("ok", True)
+
+
+def test_ctrl_c_inside_a_job_leaves_it_running_for_the_summary_to_mark_interrupted(sweep_job, tmp_path):
+    sweep_job(0, "model=35b", "parallel.tp=2,4", sweep_dir=tmp_path)
+    output_dir = tmp_path / "0"
+    output_dir.mkdir()
+
+    def job() -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):  # not a job failure: the whole sweep stops
+        sweep.guarded_job(job, str(output_dir), "dry")
+    assert _job_verdict(tmp_path, 0)["status"] == "running"
+
+
+def test_a_job_that_raises_is_failed_user_mistakes_with_their_answer_bugs_with_a_traceback_file(
+    sweep_job, tmp_path, capsys
+):
+    sweep_job(0, "model=35b", "parallel.tp=2,4", sweep_dir=tmp_path)
+    output_dir = tmp_path / "0"
+    output_dir.mkdir()
+
+    def mistake() -> None:
+        raise UserError("parallel.tp=4: not a divisor; use 2")
+
+    sweep.guarded_job(mistake, str(output_dir), "dry")
+    assert _job_verdict(tmp_path, 0)["errors"][0]["message"] == "parallel.tp=4: not a divisor; use 2"
+    assert not (output_dir / sweep.ERROR_LOG).exists()
+
+    def bug() -> None:
+        raise RuntimeError("boom")
+
+    sweep.guarded_job(bug, str(output_dir), "dry")
+    record = _job_verdict(tmp_path, 0)
+    assert record["status"] == "failed"
+    assert record["errors"][0]["message"] == f"RuntimeError: boom (traceback in {output_dir / sweep.ERROR_LOG})"
+    assert "Traceback" in (output_dir / sweep.ERROR_LOG).read_text() and "boom" in capsys.readouterr().err
+
+
+def test_ctrl_c_before_any_job_wrote_its_directory_still_writes_the_summary(tmp_path, monkeypatch, capsys):
+    """The sweep directory (multirun/<day>/<time>-<tag>) exists only once a job ran; the summary creates it."""
+    sweep_dir = tmp_path / "multirun" / "day" / "time"
+    planned = [["parallel.tp=2"], ["parallel.tp=4"]]
+    monkeypatch.setattr(sweep, "_ACTIVE", ActiveSweep(sweep_dir, "this", planned))
+    sweep.interrupted()
+    rows = json.loads((sweep_dir / "summary.json").read_text())
+    assert [(r["parallel.tp"], r["status"]) for r in rows] == [("2", "not run"), ("4", "not run")]
+    assert "sweep interrupted: 0 job(s) finished" in capsys.readouterr().out
+
+
+def test_a_job_whose_submission_is_refused_is_failed_with_its_exit_code(multirun, tmp_path, capsys):
+    """submit=slurm refuses a run dir an `#SBATCH` line cannot carry (exit 2 inside the job): failed, sweep goes on."""
+    sweep_dir = tmp_path / "my sweep"
+    code, _, rows = multirun(
+        "model=35b", "device=gpu", "parallel.tp=2,4", "submit=slurm", capsys=capsys, sweep_dir=sweep_dir
+    )
+    assert code == 2
+    assert [(r["status"], r["valid"], r["reason"]) for r in rows] == [("failed", "False", "exited with code 2")] * 2
+    assert not list(sweep_dir.glob("*/job.sbatch")) and not list(sweep_dir.glob("*/launch.yaml")), "nothing to submit"
