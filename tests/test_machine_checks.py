@@ -1,13 +1,15 @@
 """Data files and a local model directory: real tiny files, warning in a dry run, error at launch."""
 
+import copy
 import json
 import subprocess
 import sys
+from functools import cache
 
 import pandas as pd
 import pytest
 
-from verl_qwen35.checks.files import data_problems, model_path_problems
+from verl_qwen35.checks.files import ARCH_FIELDS, data_problems, model_path_problems
 from verl_qwen35.compose import compose
 
 ROW = {
@@ -32,18 +34,21 @@ def test_tiny_parquet_with_verls_columns_passes(tmp_path):
     assert data_problems(cfg_with(tmp_path, train, val), missing="error") == []
 
 
-def test_missing_column_is_an_error_naming_it(tmp_path):
-    train = write_parquet(tmp_path / "train.parquet", drop=("reward_model",))
+@pytest.mark.parametrize("column", ["prompt", "data_source", "reward_model"])
+def test_missing_column_is_an_error_naming_it(tmp_path, column):
+    """verl's RLHFDataset reads the prompt key, and its reward loop data_source and reward_model."""
+    train = write_parquet(tmp_path / "train.parquet", drop=(column,))
     val = write_parquet(tmp_path / "test.parquet")
     (problem,) = data_problems(cfg_with(tmp_path, train, val), missing="error")
-    assert problem.level == "error" and problem.keys[0] == "data.train_files" and "reward_model" in problem.message
+    assert problem.level == "error" and problem.keys == ("data.train_files", "data.prompt_key")
+    assert f"{train} lacks column(s) ['{column}'] that verl's RL dataset reads" in problem.message
 
 
 def test_a_file_that_is_not_parquet_is_an_error(tmp_path):
     bad = tmp_path / "train.parquet"
     bad.write_text("not parquet")
     (problem,) = data_problems(cfg_with(tmp_path, bad, write_parquet(tmp_path / "t.parquet")), missing="error")
-    assert "not a readable parquet" in problem.message
+    assert problem.keys == ("data.train_files",) and f"{bad} is not a readable parquet file" in problem.message
 
 
 @pytest.mark.parametrize("level", ["warning", "error"])
@@ -51,6 +56,9 @@ def test_a_missing_file_has_the_level_of_the_mode_and_the_prepare_command(tmp_pa
     found = data_problems(cfg_with(tmp_path, tmp_path / "no.parquet", tmp_path / "nope.parquet"), missing=level)
     assert [p.level for p in found] == [level, level]
     assert f"python -m verl_qwen35.data --out {tmp_path}" in found[0].message
+    # Only a warning says it is one because of where it runs (the same file may exist on the cluster).
+    marked = found[0].message.endswith("[machine check: an error at launch and with dry_run=full]")
+    assert marked == (level == "warning")
 
 
 def write_model_dir(path, **text_config):
@@ -81,6 +89,42 @@ def test_hub_id_is_fine_and_a_missing_local_path_follows_the_mode(tmp_path):
     assert model_path_problems(compose(["model=122b"]), missing="error") == []
     cfg = compose(["model=122b", f"actor_rollout_ref.model.path={tmp_path}/absent"])
     assert [p.level for p in model_path_problems(cfg, missing="warning")] == ["warning"]
+
+
+@pytest.mark.parametrize("path", ["~/absent-weights", "./absent-weights", "/absent-weights"])
+def test_a_missing_local_path_of_one_slash_is_not_taken_for_a_hub_id(path):
+    """`org/name` is a hub id; `~/x`, `./x` and `/x` name local directories, and these do not exist."""
+    cfg = compose(["model=35b", f"actor_rollout_ref.model.path='{path}'"])  # quoted: Hydra's grammar has no bare ~
+    (problem,) = model_path_problems(cfg, missing="error")
+    assert problem.message.startswith(f"{path} is neither a local directory nor a hub id like Qwen/")
+
+
+@cache
+def _35b():
+    return compose(["model=35b", "device=gpu"])
+
+
+def _pointed_at(weights):
+    cfg = copy.deepcopy(_35b())
+    cfg.actor_rollout_ref.model.path = str(weights)
+    return cfg
+
+
+def test_a_local_directory_without_config_json_is_refused_in_every_mode(tmp_path):
+    (tmp_path / "w").mkdir()
+    (problem,) = model_path_problems(_pointed_at(tmp_path / "w"), missing="warning")
+    assert (problem.level, problem.keys) == ("error", ("actor_rollout_ref.model.path",))
+    assert problem.message == f"{tmp_path / 'w'} has no config.json; is it a Hugging Face model directory?"
+
+
+@pytest.mark.parametrize("field", list(ARCH_FIELDS))
+def test_each_architecture_field_of_config_json_is_compared_with_the_preset(tmp_path, field):
+    facts = {name: _35b().model[fact] for name, fact in ARCH_FIELDS.items()}
+    weights = write_model_dir(tmp_path / "w", **{**facts, field: facts[field] + 1})
+    (problem,) = model_path_problems(_pointed_at(weights), missing="warning")  # the files exist: an error anyway
+    assert problem.level == "error" and problem.keys == ("actor_rollout_ref.model.path", "model")
+    assert f"does not match model preset Qwen3.5-35B-A3B: {field}={facts[field] + 1} (preset " in problem.message
+    assert model_path_problems(_pointed_at(write_model_dir(tmp_path / "same", **facts)), missing="error") == []
 
 
 def run_entry(tmp_path, *args):

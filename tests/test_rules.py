@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 from verl_qwen35.checks import bad_value_problems, device_of, preflight
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
-from verl_qwen35.checks.layout import Layout
+from verl_qwen35.checks.layout import KEYS, Layout
 from verl_qwen35.compose import compose
 from verl_qwen35.devices import RESOURCE
 
@@ -93,6 +93,36 @@ def test_train_batch_below_mini_batch_is_refused_and_equal_passes():
     assert problem.keys == ("data.train_batch_size", mini)
     assert f"train_batch_size={train} is smaller than ppo_mini_batch_size={train + 1}" in problem.message
     assert f"lower the mini batch to at most {train}" in problem.message
+
+
+def test_a_mini_batch_that_does_not_divide_the_train_batch_is_refused_with_every_divisor():
+    cfg = config(**{"data.train_batch_size": 12, "actor_rollout_ref.actor.ppo_mini_batch_size": 8})
+    (problem,) = batch_problems(cfg, _layout(cfg), uses_reference(cfg))
+    assert problem.keys == ("actor_rollout_ref.actor.ppo_mini_batch_size", "data.train_batch_size")
+    assert problem.message.endswith("use a divisor of 12: [1, 2, 3, 4, 6, 12]")  # 12 itself included
+    cfg = config(**{"data.train_batch_size": 16, "actor_rollout_ref.actor.ppo_mini_batch_size": 8})
+    assert batch_problems(cfg, _layout(cfg), uses_reference(cfg)) == []
+
+
+def test_a_micro_batch_that_does_not_split_the_step_names_every_key_that_sets_the_split():
+    """train_batch_size*n and ppo_mini_batch_size*n over DP = world/(tp*pp*cp) ranks: any of them may be the fix."""
+    actor, layout_keys = "actor_rollout_ref.actor", tuple(KEYS[k] for k in ("tp", "pp", "cp"))
+    cfg = config(**{f"{actor}.ppo_micro_batch_size_per_gpu": 3})  # 32*5 = 160 sequences, DP=4: 160 % 12 != 0
+    step, mini = batch_problems(cfg, _layout(cfg), uses_reference(cfg))
+    assert step.keys[:3] == (
+        "data.train_batch_size",
+        "actor_rollout_ref.rollout.n",
+        f"{actor}.ppo_micro_batch_size_per_gpu",
+    )
+    assert step.keys[3:] == layout_keys
+    assert step.message.startswith("train_batch_size*n=32*5: 160 sequences do not split into DP=4 ranks x micro")
+    assert mini.keys[:3] == (
+        f"{actor}.ppo_mini_batch_size",
+        f"{actor}.ppo_micro_batch_size_per_gpu",
+        "actor_rollout_ref.rollout.n",
+    )
+    assert mini.keys[3:] == layout_keys
+    assert "make it a multiple of 12 or change the micro-batch or layout" in mini.message
 
 
 def test_micro_batch_unset_without_dynamic_batch_size_is_refused():
