@@ -232,6 +232,19 @@ def test_the_planned_jobs_are_the_jobs_the_sweep_runs_interpolations_unresolved(
     assert planned == [_job_verdict(tmp_path / "sweep", n)["overrides"] for n in range(4)]
 
 
+def test_sweeper_params_are_planned_resolved_as_hydra_instantiates_the_sweeper(sweep_job, multirun, tmp_path, capsys):
+    """`hydra.sweeper.params` (a config file's sweep) reach the sweeper resolved against the sweep's config
+    (hydra/core/plugins.py instantiate_sweeper), unlike command-line sweeps, which each job resolves."""
+    overrides = ("model=35b", "device=gpu", "parallel.tp=2,4", "hydra.sweeper.params={parallel.ep:'1,${parallel.tp}'}")
+    master, _ = sweep_job(0, *overrides, "dry_run=true", sweep_dir=tmp_path / "sweep")
+    planned = sweep.planned_jobs(master)
+    multirun(*overrides, capsys=capsys)
+    ran = [_job_verdict(tmp_path / "sweep", n)["overrides"] for n in range(4)]
+    preset_tp = "parallel.ep=2"  # 35b_gpu's tp, not each job's
+    assert [job[0] for job in ran] == ["parallel.ep=1", "parallel.ep=1", preset_tp, preset_tp]
+    assert planned == ran
+
+
 def test_a_sweeper_other_than_the_basic_one_plans_nothing(sweep_job, tmp_path):
     """Another sweeper (optuna, ...) chooses its jobs as it goes: no 'not run' rows can be predicted."""
     master, _ = sweep_job(0, "model=35b", "parallel.tp=2,4", sweep_dir=tmp_path)
@@ -328,3 +341,15 @@ def test_a_job_whose_submission_is_refused_is_failed_with_its_exit_code(multirun
     assert code == 2
     assert [(r["status"], r["valid"], r["reason"]) for r in rows] == [("failed", "False", "exited with code 2")] * 2
     assert not list(sweep_dir.glob("*/job.sbatch")) and not list(sweep_dir.glob("*/launch.yaml")), "nothing to submit"
+
+
+def test_a_single_run_writes_its_verdict_as_job_0_of_no_sweep(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(HydraConfig.instance(), "cfg", HydraConfig.instance().cfg)  # restored after the case
+    monkeypatch.setattr(sweep, "_ACTIVE", None)
+    argv = ["verl-qwen35", "model=35b", "device=gpu", "parallel.tp=4", "dry_run=true", f"hydra.run.dir={tmp_path}/run"]
+    monkeypatch.setattr(sys, "argv", argv)
+    entrypoint.main()  # valid: returns
+    record = json.loads((tmp_path / "run" / VERDICT).read_text())
+    assert (record["job"], record["sweep_id"], record["status"], record["valid"]) == (0, None, "ok", True)
+    assert record["overrides"][-2:] == ["parallel.tp=4", "dry_run=true"]

@@ -205,8 +205,10 @@ def planned_jobs(config: DictConfig) -> list[list[str]]:
     target = str(config.hydra.sweeper.get("_target_", ""))
     if not target or not issubclass(get_class(target), BasicSweeper):  # ours (ComposeOnceSweeper) is one
         return []
-    # As written on the command line: an override may hold `${...}` that only its job resolves.
-    params = OmegaConf.to_container(config.hydra.sweeper, resolve=False).get("params") or {}
+    # The sweeper's params as Hydra instantiates the sweeper: resolved against the sweep's config
+    # (hydra/core/plugins.py instantiate_sweeper). The command line as written: an override may hold
+    # `${...}` that only its job resolves (hydra/_internal/hydra.py multirun: resolve=False).
+    params = OmegaConf.to_container(config.hydra.sweeper, resolve=True).get("params") or {}
     task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
     lines = [f"{k}={v}" for k, v in params.items()] + task
     (batch, *more) = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(lines), None)
