@@ -206,3 +206,76 @@ def test_checker_verdict_equals_the_direct_rules(lo, model, device, first_last):
     rollout_ok = not [p for p in rollout_problems(lo, arch, "vllm") if p.level == "error"]
     assert (not layout_errors) == direct_rules(lo, arch, device, first_last), [str(p) for p in layout_errors]
     assert rollout_ok == direct_rollout_rules(lo, arch)
+
+
+# Each refusal names every key that can fix it and lists the values that would fit (the property test
+# above checks only the verdict). (layout, model, device, level, short keys, message)
+REFUSALS = [
+    (
+        L(per_node=12, tp=8, ep=4, gen_tp=4),
+        "35b",
+        "gpu",
+        "error",
+        ["parallel.tp", "parallel.pp", "parallel.cp", "parallel.nnodes", "parallel.devices_per_node"],
+        "world 1x12=12 is not divisible by tp*pp*cp=8*1*1=8; tp*pp*cp must divide 12 (one of [1, 2, 3, 4, 6, 12])",
+    ),
+    (
+        L(ep=16),
+        "35b",
+        "gpu",
+        "error",
+        ["parallel.ep", "parallel.etp", "parallel.pp", "parallel.nnodes", "parallel.devices_per_node"],
+        "world 8 is not divisible by etp*ep*pp=1*16*1=16 (the expert grid); with etp=1 pp=1, ep may be one of "
+        "[1, 2, 4, 8]",
+    ),
+    (
+        L(nnodes=3, ep=3),
+        "35b",
+        "gpu",
+        "error",
+        ["parallel.ep"],
+        "ep=3 does not divide num_experts=256 of Qwen3.5-35B-A3B; EP values that divide 256 and fit world 24: "
+        "[1, 2, 4, 8]",
+    ),
+    (
+        L(per_node=16, tp=8, ep=2, gen_tp=8),
+        "heads_only",
+        "gpu",
+        "error",
+        ["parallel.tp"],
+        "tp=8 does not split 12 attention heads / 4 KV heads (heads % tp == 0, and KV heads a multiple or a "
+        "divisor of tp); valid tp here: [1, 2, 4]",
+    ),
+    (
+        L(tp=4, ep=2, gen_tp=1),
+        "lin_v_only",
+        "gpu",
+        "error",
+        ["parallel.tp"],
+        "tp=4 does not divide Gated DeltaNet linear_num_value_heads=6; valid tp here: [1, 2]",
+    ),
+    (
+        L(cp=2),
+        "35b",
+        "gpu",
+        "error",
+        ["parallel.cp"],
+        "cp=2: megatron-core 0.16 (assumed: not installed here) requires cp=1 for Gated DeltaNet layers "
+        "(supported from 0.18); set parallel.cp=1",
+    ),
+    (
+        L(cp=2),
+        "35b",
+        "npu",
+        "warning",
+        ["parallel.cp"],
+        "cp=2: stock megatron-core has no context parallelism for Gated DeltaNet; on NPU this relies on MindSpeed "
+        "(set override_transformer_config.context_parallel_algo)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("lo", "model", "device", "level", "keys", "message"), REFUSALS)
+def test_each_layout_refusal_names_its_keys_and_the_values_that_fit(lo, model, device, level, keys, message):
+    (problem,) = layout_problems(lo, ARCH[model], device)
+    assert (problem.level, [k.split(" ")[0] for k in problem.keys], problem.message) == (level, keys, message)

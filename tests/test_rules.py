@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 from verl_qwen35.checks import bad_value_problems, device_of, preflight
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
-from verl_qwen35.checks.layout import KEYS, Layout
+from verl_qwen35.checks.layout import KEYS, Layout, sequence_parallel_problems
 from verl_qwen35.compose import compose
 from verl_qwen35.devices import RESOURCE
 
@@ -443,3 +443,15 @@ def test_bad_value_problems_reads_the_override_config_itself_when_not_given_one(
 def test_device_of_names_the_device_as_the_machine_checks_and_ray_know_it(preset, device, resource):
     assert device_of(config(preset)) == device
     assert RESOURCE[device_of(config(preset))] == resource  # verl_qwen35/devices.py: the Ray resource asked for
+
+
+@pytest.mark.parametrize(("sequence_parallel", "tp", "warned"), [(True, 1, True), (True, 2, False), (False, 1, False)])
+def test_sequence_parallel_at_tp_1_is_a_warning_that_it_has_no_effect(sequence_parallel, tp, warned):
+    actor = "actor_rollout_ref.actor.megatron"
+    cfg = config(**{f"{actor}.sequence_parallel": sequence_parallel})
+    found = sequence_parallel_problems(cfg, Layout.of(config(**{f"{actor}.tensor_model_parallel_size": tp})))
+    expected = [
+        ("warning", f"{actor}.sequence_parallel", "sequence_parallel=true has no effect at tp=1 (verl turns it off)")
+    ]
+    assert [(p.level, p.keys[0], p.message) for p in found] == (expected if warned else [])
+    assert not warned or found[0].keys[1].startswith("parallel.tp")
