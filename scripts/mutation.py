@@ -55,6 +55,7 @@ TESTS = {
     "checks/parity.py": ["test_parity_every_key.py", "test_parity.py", "test_preflight.py", "test_composition.py"],
     "checks/megatron_keys.py": ["test_rules.py", "test_megatron_keys.py", "test_preflight.py"],
     "checks/files.py": ["test_rules.py", "test_machine_checks.py"],
+    "checks/machine.py": ["test_launch_checks.py"],
     "checks/*": [
         "test_rules.py",
         "test_layout_rules.py",
