@@ -6,6 +6,8 @@ second. No Ray is started: RAY_ADDRESS=local and no GPU or NPU here, so the devi
 machine's, 0. vLLM (and, for npu, torch_npu) is not installed in the test environments.
 """
 
+import sys
+
 import pytest
 from omegaconf import OmegaConf
 
@@ -59,3 +61,11 @@ def test_the_devices_are_counted_unless_turned_off(device, resource):
 )
 def test_launch_checks_values_are_refused_before_anything_is_checked(value, message):
     assert [(p.keys, p.message) for p in problems("gpu", f"launch_checks={value}")] == [(("launch_checks",), message)]
+
+
+def test_without_ray_the_devices_cannot_be_counted(monkeypatch):
+    """A None entry in sys.modules is how Python marks a module unimportable: find_spec answers None."""
+    monkeypatch.setitem(sys.modules, "ray", None)
+    assert [(p.keys, p.message) for p in problems("gpu", "launch_checks.stack=false")] == [
+        (("launch_checks.devices",), "Ray is not installed: the cluster's devices cannot be counted")
+    ]
