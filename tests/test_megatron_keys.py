@@ -9,7 +9,9 @@ from pathlib import Path
 from verl_qwen35.checks.megatron_keys import (
     MINDSPEED_KEYS,
     field_spec,
+    override_ddp_problems,
     override_key_problems,
+    patch_value_problems,
     transformer_config_fields,
 )
 from verl_qwen35.compose import compose
@@ -77,3 +79,30 @@ def test_npu_keys_on_gpu_and_typos_are_errors():
 
 def test_an_older_megatron_core_falls_back_to_the_oldest_shipped_fields():
     assert field_spec((0, 1)) == field_spec((0, 16))
+
+
+def test_override_keys_are_checked_against_the_installed_fields_unless_others_are_given():
+    cfg = compose(["model=35b", "device=gpu"])
+    assert override_key_problems(cfg, "gpu") == []
+    older = transformer_config_fields() - {"moe_grouped_gemm"}  # a megatron-core without the field
+    (problem,) = override_key_problems(cfg, "gpu", older)
+    assert problem.keys == ("megatron.override_transformer_config.moe_grouped_gemm",)
+    assert problem.message.startswith("is not a field of megatron-core ")
+
+
+def test_ddp_keys_are_named_where_the_user_sets_them():
+    cfg = compose(["model=35b", "device=gpu", "+megatron.override_ddp_config={bucket_sise: 40000000}"])
+    (problem,) = override_ddp_problems(cfg)
+    assert problem.keys == ("megatron.override_ddp_config.bucket_sise",)
+    assert (
+        problem.message == "is not a field of megatron-core's DistributedDataParallelConfig; did you mean bucket_size?"
+    )
+
+
+def test_patch_values_name_their_key_and_what_verl_takes():
+    cfg = compose(["model=35b", "device=gpu", "megatron.dtype=fp8", "megatron.use_mbridge=false"])
+    assert [(p.level, p.keys, p.message) for p in patch_value_problems(cfg)] == [
+        ("error", ("megatron.use_mbridge",), "must be true: verl's Megatron engine builds Qwen3.5 through mbridge"),
+        ("error", ("megatron.dtype",), "='fp8': verl's Megatron engine takes one of ('bfloat16', 'float16')"),
+    ]
+    assert patch_value_problems(compose(["model=35b", "device=gpu", "megatron.dtype=float16"])) == []

@@ -15,6 +15,7 @@ from omegaconf import OmegaConf
 from verl_qwen35.checks import bad_value_problems, device_of, preflight
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
 from verl_qwen35.checks.layout import KEYS, Layout, sequence_parallel_problems
+from verl_qwen35.checks.memory import memory_problems
 from verl_qwen35.compose import compose
 from verl_qwen35.devices import RESOURCE
 
@@ -455,3 +456,15 @@ def test_sequence_parallel_at_tp_1_is_a_warning_that_it_has_no_effect(sequence_p
     ]
     assert [(p.level, p.keys[0], p.message) for p in found] == (expected if warned else [])
     assert not warned or found[0].keys[1].startswith("parallel.tp")
+
+
+# --- memory.py: the estimate's inputs -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("vpp", [None, 1, 2])
+def test_the_memory_estimate_covers_every_virtual_pipeline_size(vpp):
+    """vpp=1 (one chunk a stage) is a valid setting: the estimate, and its refusal, must not skip it."""
+    sides = ("actor", "ref")
+    vpps = {f"actor_rollout_ref.{s}.megatron.virtual_pipeline_model_parallel_size": vpp for s in sides}
+    (memory,) = memory_problems(config("35b_npu", **vpps, **{"hardware.device_memory_gib": 20}))
+    assert memory.level == "error" and memory.message.startswith("training needs ")
