@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 from verl_qwen35.checks import bad_value_problems, device_of, preflight
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
 from verl_qwen35.checks.layout import KEYS, Layout, sequence_parallel_problems
-from verl_qwen35.checks.memory import memory_problems
+from verl_qwen35.checks.memory import estimate_of, memory_problems
 from verl_qwen35.compose import compose
 from verl_qwen35.devices import RESOURCE
 
@@ -468,3 +468,62 @@ def test_the_memory_estimate_covers_every_virtual_pipeline_size(vpp):
     vpps = {f"actor_rollout_ref.{s}.megatron.virtual_pipeline_model_parallel_size": vpp for s in sides}
     (memory,) = memory_problems(config("35b_npu", **vpps, **{"hardware.device_memory_gib": 20}))
     assert memory.level == "error" and memory.message.startswith("training needs ")
+
+
+DEVICE_CAP, HOST_CAP, UTIL = (
+    "hardware.device_memory_gib",
+    "hardware.host_memory_gib",
+    "actor_rollout_ref.rollout.gpu_memory_utilization",
+)
+TRAIN_KEYS = ["parallel.ep", "parallel.pp", DEVICE_CAP]
+
+
+def _memory(**changes) -> list[tuple[str, list[str], str]]:
+    return [(p.level, [k.split(" ")[0] for k in p.keys], p.message) for p in memory_problems(config(**changes))]
+
+
+def test_training_memory_is_refused_above_the_device_warned_above_90_percent():
+    """Boundaries from the estimate itself (35b on GPU), so they hold however the estimate is refined."""
+    need = estimate_of(config()).train_gib
+    ((level, keys, message),) = _memory(**{DEVICE_CAP: need * 0.99})
+    assert (level, keys) == ("error", TRAIN_KEYS) and message.startswith(f"training needs {need:.1f} GiB of ")
+    assert "more model parallelism" in message
+    ((level, keys, message),) = _memory(**{DEVICE_CAP: need / 0.95})
+    assert (level, keys) == ("warning", TRAIN_KEYS) and message.endswith(")") and ", little headroom (" in message
+    assert _memory(**{DEVICE_CAP: need / 0.89}) == []
+
+
+def test_rollout_memory_is_refused_above_the_device_warned_above_90_percent():
+    """vLLM takes gpu_memory_utilization of the device beside what the actor keeps and the reserve."""
+    e = estimate_of(config())
+    cap, fixed = e.device_memory_gib, e.rollout_breakdown["actor_residue"] + e.rollout_breakdown["reserved"]
+    ((level, keys, message),) = _memory(**{UTIL: (1.02 * cap - fixed) / cap})
+    assert (level, keys) == ("error", [UTIL, "megatron.param_offload"])
+    assert message.startswith("rollout needs ") and message.endswith(
+        f"; set {UTIL} to at most {(cap - fixed) / cap:.2f}"
+    )
+    assert _memory(**{UTIL: (0.95 * cap - fixed) / cap}) == [
+        (
+            "warning",
+            [UTIL],
+            f"rollout needs {0.95 * cap:.1f} GiB of {cap:g} GiB (95%) per device ({DEVICE_CAP}={cap:g}), "
+            "little headroom",
+        )
+    ]
+    assert _memory(**{UTIL: (0.89 * cap - fixed) / cap}) == []
+
+
+def test_a_vllm_budget_without_room_for_one_sequence_is_refused():
+    ((level, keys, message),) = _memory(**{UTIL: 0.1})
+    assert (level, keys) == ("error", [UTIL, "parallel.gen_tp", "data.max_response_length"])
+    assert message.startswith(f"vLLM's budget 8.0 GiB ({UTIL}=0.1 x 80) does not even hold its weights")
+
+
+def test_host_memory_per_node_is_refused_above_the_node_warned_above_90_percent():
+    need = estimate_of(config()).host_per_node_gib
+    ((level, keys, message),) = _memory(**{HOST_CAP: need * 0.99})
+    assert (level, keys) == ("error", [HOST_CAP, "megatron.optimizer_offload", "parallel.nnodes"])
+    assert message.startswith(f"host memory per node: needs {need:.1f} GiB of ")
+    ((level, keys, message),) = _memory(**{HOST_CAP: need / 0.95})
+    assert (level, keys) == ("warning", [HOST_CAP]) and message.endswith("little headroom")
+    assert _memory(**{HOST_CAP: need / 0.89}) == []
