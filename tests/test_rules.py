@@ -7,6 +7,7 @@ same rules through `preflight` on whole configs.
 """
 
 import copy
+import math
 from functools import cache
 
 import pytest
@@ -15,7 +16,7 @@ from omegaconf import OmegaConf
 from verl_qwen35.checks import bad_value_problems, device_of, preflight
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
 from verl_qwen35.checks.layout import KEYS, Layout, sequence_parallel_problems
-from verl_qwen35.checks.memory import estimate_of, memory_problems
+from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_problems
 from verl_qwen35.compose import compose
 from verl_qwen35.devices import RESOURCE
 
@@ -527,3 +528,26 @@ def test_host_memory_per_node_is_refused_above_the_node_warned_above_90_percent(
     ((level, keys, message),) = _memory(**{HOST_CAP: need / 0.95})
     assert (level, keys) == ("warning", [HOST_CAP]) and message.endswith("little headroom")
     assert _memory(**{HOST_CAP: need / 0.89}) == []
+
+
+def _capacity_at(fraction: float, need: float) -> float:
+    """The capacity whose `fraction` is exactly `need` in floating point (a boundary, not a float near it)."""
+    cap = need / fraction
+    for _ in range(8):
+        if fraction * cap == need:
+            return cap
+        cap = math.nextafter(cap, math.inf if fraction * cap < need else -math.inf)
+    raise AssertionError(f"no capacity with {fraction} x capacity == {need}")
+
+
+def test_memory_boundaries_an_exact_fit_is_a_warning_exactly_90_percent_is_not():
+    e = estimate_of(config())
+    train, host = e.train_gib, e.host_per_node_gib
+    assert [level for level, _, _ in _memory(**{DEVICE_CAP: train})] == ["warning"]
+    assert _memory(**{DEVICE_CAP: _capacity_at(WARN_FRACTION, train)}) == []
+    assert [level for level, _, _ in _memory(**{HOST_CAP: host})] == ["warning"]
+    assert _memory(**{HOST_CAP: _capacity_at(WARN_FRACTION, host)}) == []
+    cap, fixed = e.device_memory_gib, e.rollout_breakdown["actor_residue"] + e.rollout_breakdown["reserved"]
+    exact = config(**{UTIL: (cap - fixed) / cap})
+    assert estimate_of(exact).rollout_gib == cap  # the case is the boundary itself
+    assert [(p.level, p.keys) for p in memory_problems(exact)] == [("warning", (UTIL,))]
