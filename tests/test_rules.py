@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from verl_qwen35.checks import bad_value_problems, device_of, preflight
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
 from verl_qwen35.checks.layout import KEYS, Layout, sequence_parallel_problems
-from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_problems
+from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_column, memory_lines, memory_problems
 from verl_qwen35.compose import compose
 from verl_qwen35.devices import RESOURCE
 
@@ -551,3 +551,18 @@ def test_memory_boundaries_an_exact_fit_is_a_warning_exactly_90_percent_is_not()
     exact = config(**{UTIL: (cap - fixed) / cap})
     assert estimate_of(exact).rollout_gib == cap  # the case is the boundary itself
     assert [(p.level, p.keys) for p in memory_problems(exact)] == [("warning", (UTIL,))]
+
+
+def test_the_plans_memory_lines_show_each_phase_or_why_there_is_no_estimate():
+    e = estimate_of(config())
+    params, train, rollout, host = memory_lines(config())
+    assert params.startswith("params     ") and "B per training rank" in params
+    assert train.startswith(f"memory     train {e.train_gib:.1f} GiB of 80 GiB (") and "log-prob pass" in train
+    assert rollout.startswith(f"           rollout {e.rollout_gib:.1f} GiB of 80 GiB (")
+    assert f"= {e.sequences_fit} sequences of 3072 tokens ({e.sequences_wanted} wanted at once)" in rollout
+    assert host.startswith(f"host       {e.host_per_node_gib:.1f} GiB of ") and host.endswith("fits: yes")
+    uneven = config(**{"actor_rollout_ref.actor.megatron.expert_model_parallel_size": 3})
+    assert memory_lines(uneven) == ["memory     (no estimate: the parallel.* layout does not split evenly)"]
+    (unusable,) = memory_lines(config(**{DEVICE_CAP: None}))
+    assert unusable.startswith(f"memory     (no estimate: ERROR   [{DEVICE_CAP}] {DEVICE_CAP} is null")
+    assert (memory_column(config()), memory_column(uneven)) == (f"{e.train_gib:.0f}/{e.rollout_gib:.0f} of 80", "")
