@@ -10,9 +10,17 @@ import copy
 from functools import cache
 
 import pytest
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
-from verl_qwen35.checks.parity import ACTOR, ONE_SIDED, REF, parity_errors, patch_sources
+from verl_qwen35.checks.parity import (
+    ACTOR,
+    ONE_SIDED,
+    PARALLEL_KEYS,
+    PLAIN_VERL_PATCH_KEYS,
+    REF,
+    parity_errors,
+    patch_sources,
+)
 from verl_qwen35.compose import compose
 
 
@@ -90,3 +98,26 @@ def test_both_sides_changed_alike_are_refused_naming_the_patch_key(key):
 
 def test_the_shipped_config_has_no_parity_error():
     assert parity_errors(copy.deepcopy(resolved())) == []
+
+
+@cache
+def plain_verl():
+    """A plain verl config (a verl launch.yaml relaunched): no `megatron` patch, only actor and ref."""
+    cfg = copy.deepcopy(resolved())
+    with open_dict(cfg):
+        del cfg["megatron"]
+    return cfg
+
+
+@pytest.mark.parametrize("key", [*PLAIN_VERL_PATCH_KEYS, *PARALLEL_KEYS])
+def test_a_plain_verl_config_compares_every_patched_key_between_actor_and_ref(key):
+    cfg = copy.deepcopy(plain_verl())
+    value = OmegaConf.to_container(cfg, resolve=True)["actor_rollout_ref"]["actor"]["megatron"].get(key)
+    OmegaConf.update(cfg, f"{ACTOR}.{key}", _other(value), merge=False, force_add=True)
+    (problem,) = parity_errors(cfg)
+    assert problem.keys == (f"{ACTOR}.{key}", f"{REF}.{key}")
+    assert problem.message.endswith(": actor and ref must share the Megatron patch")
+
+
+def test_a_plain_verl_config_with_equal_sides_has_no_parity_error():
+    assert parity_errors(copy.deepcopy(plain_verl())) == []
