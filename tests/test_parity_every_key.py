@@ -121,3 +121,20 @@ def test_a_plain_verl_config_compares_every_patched_key_between_actor_and_ref(ke
 
 def test_a_plain_verl_config_with_equal_sides_has_no_parity_error():
     assert parity_errors(copy.deepcopy(plain_verl())) == []
+
+
+@pytest.mark.parametrize(
+    ("config", "advice"),
+    [
+        (resolved, "Set +megatron.seed=... once (it reaches both)"),  # a new key of the patch: `+`
+        (plain_verl, f"Set {ACTOR}.seed and {REF}.seed=... once"),  # no patch to set
+    ],
+    ids=["patch", "plain_verl"],
+)
+def test_a_side_specific_leaf_outside_the_patch_says_where_to_set_it_once(config, advice):
+    cfg = copy.deepcopy(config())
+    OmegaConf.update(cfg, f"{ACTOR}.seed", 7, merge=False)
+    (problem,) = parity_errors(cfg)
+    assert problem.keys == (f"{ACTOR}.seed", f"{REF}.seed")
+    assert problem.message.startswith(f"{ACTOR}.seed=7 but {REF}.seed=42: actor and ref must share the whole")
+    assert advice in problem.message
