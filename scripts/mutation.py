@@ -421,6 +421,7 @@ class Slot:
     mutant: Mutant | None = None
     started: float = 0.0
     original: str = ""
+    log: Path = Path()
 
 
 def run_all(mutants: list[Mutant], jobs: int, owners: "Owners", timeout: float, logs: Path, record) -> dict[str, str]:
@@ -439,9 +440,10 @@ def run_all(mutants: list[Mutant], jobs: int, owners: "Owners", timeout: float, 
                 slot.original = target.read_text()
                 target.write_text(apply(slot.original, mutant))
                 slot.mutant, slot.started = mutant, time.monotonic()
+                slot.log = logs / f"{abs(hash(mutant.ident))}.log"
                 pid = os.fork()
                 if pid == 0:
-                    child(slot.copy, ["-x", *owners.tests_of(mutant)], logs / f"{abs(hash(mutant.ident))}.log")
+                    child(slot.copy, ["-x", *owners.tests_of(mutant)], slot.log)
                 slot.pid = pid
             time.sleep(0.05)
             for slot in slots:
@@ -460,6 +462,8 @@ def run_all(mutants: list[Mutant], jobs: int, owners: "Owners", timeout: float, 
                     # pytest: 0 all passed, 1 a test failed, 2 collection failed (the mutant broke an import)
                     code = os.waitstatus_to_exitcode(status)
                     verdict = {0: "survived", 1: "killed", 2: "killed"}.get(code, f"error (exit {code})")
+                    if code == 4 and "ERROR collecting" in slot.log.read_text(errors="replace"):
+                        verdict = "killed"  # exit 4: the test ids were not found, their file failed to import
                 (slot.copy / PACKAGE / mutant.module).write_text(slot.original)
                 result[mutant.ident] = verdict
                 record(mutant, verdict)
