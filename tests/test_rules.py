@@ -17,6 +17,7 @@ from verl_qwen35.checks import bad_value_problems, device_of, preflight
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
 from verl_qwen35.checks.layout import KEYS, Layout, sequence_parallel_problems
 from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_column, memory_lines, memory_problems
+from verl_qwen35.checks.pipeline import Split, chunk_layers, split_problems, stage_layers
 from verl_qwen35.compose import compose
 from verl_qwen35.devices import RESOURCE
 
@@ -566,3 +567,39 @@ def test_the_plans_memory_lines_show_each_phase_or_why_there_is_no_estimate():
     (unusable,) = memory_lines(config(**{DEVICE_CAP: None}))
     assert unusable.startswith(f"memory     (no estimate: ERROR   [{DEVICE_CAP}] {DEVICE_CAP} is null")
     assert (memory_column(config()), memory_column(uneven)) == (f"{e.train_gib:.0f}/{e.rollout_gib:.0f} of 80", "")
+
+
+# --- pipeline.py: megatron-core's split of the layers over (virtual) pipeline stages ---------------------------
+
+
+def test_a_pipeline_size_that_does_not_divide_the_layers_names_parallel_pp_and_what_would():
+    assert split_problems(40, 3, None) == [
+        (("parallel.pp",), "pp=3 does not divide 40 layers; pp may be one of [2, 4, 5, 8, 10, 20, 40]")
+    ]
+
+
+def test_vpp_must_divide_each_middle_stage_of_an_uneven_split():
+    """40 layers, first stage 2, pp=3: two middle stages of 19 layers; vpp=2 divides the first, not 19."""
+    assert split_problems(40, 3, 2, Split(first=2)) == [
+        (("parallel.vpp", "parallel.pp"), "vpp=2 does not divide the 19 layers of each middle stage")
+    ]
+    assert split_problems(40, 3, 2, Split(first=4)) == []  # 18 per middle stage
+
+
+@pytest.mark.parametrize(
+    ("pp", "vpp", "split", "stages", "chunks"),
+    [
+        (4, None, Split(), "10", [10, 10, 10, 10]),
+        (4, 2, Split(), "10 (2 chunks of 5)", [5] * 8),
+        (4, None, Split(embedding=True, loss=True), "10", [9, 10, 10, 9]),  # 42 slots: E and L take one each
+        (4, None, Split(first=4), "first 4, middle 12, last 12", [4, 12, 12, 12]),
+        (4, 2, Split(first=4), "first 4, middle 12, last 12", [2, 2, 6, 6, 6, 6, 6, 6]),
+        (4, None, Split(last=4), "first 12, middle 12, last 4", [12, 12, 12, 4]),
+        (4, None, Split(first=2, last=2), "first 2, middle 18, last 2", [2, 18, 18, 2]),
+        (2, None, Split(first=20, last=20), "first 20, middle 0, last 20", [20, 20]),
+    ],
+)
+def test_layers_per_stage_and_per_model_chunk_follow_megatrons_split(pp, vpp, split, stages, chunks):
+    """transformer_block.py get_num_layers_to_build: what the plan prints and the estimate counts (40 layers)."""
+    assert stage_layers(40, pp, vpp, split) == stages
+    assert chunk_layers(40, pp, vpp, split) == chunks
