@@ -18,6 +18,8 @@ from verl_qwen35.checks.batches import batch_problems, interleaving_problem, sha
 from verl_qwen35.checks.layout import KEYS, Layout, sequence_parallel_problems
 from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_column, memory_lines, memory_problems
 from verl_qwen35.checks.pipeline import Split, chunk_layers, split_problems, stage_layers
+from verl_qwen35.checks.problem import divisors
+from verl_qwen35.checks.submit import submit_problems
 from verl_qwen35.compose import compose
 from verl_qwen35.devices import RESOURCE
 
@@ -330,6 +332,18 @@ def test_dynamic_batch_size_needs_packed_sequences(key):
     assert packing_problems(config(**{key: True, "megatron.use_remove_padding": True}), (0, 18)) == []
 
 
+def test_per_token_loss_needs_packed_sequences():
+    """verl 0.9.1 transformer_impl.py: calculate_per_token_loss=True requires use_remove_padding=True."""
+    from verl_qwen35.checks.sequences import packing_problems
+
+    per_token = "megatron.override_transformer_config.calculate_per_token_loss"
+    (problem,) = packing_problems(config(**{per_token: True, "megatron.use_remove_padding": False}), (0, 16))
+    assert problem.keys == (per_token, "megatron.use_remove_padding")
+    assert problem.message.startswith("=true needs packed sequences (megatron.use_remove_padding=true;")
+    assert problem.message.endswith(f"drop {per_token}")
+    assert packing_problems(config(**{per_token: False, "megatron.use_remove_padding": False}), (0, 16)) == []
+
+
 # --- rollout.py: settings ----------------------------------------------------------------------------------
 
 
@@ -384,7 +398,7 @@ def test_rollout_pipeline_parallelism_is_refused_for_vllm_and_sglang(engine, ref
     assert rollout_problems(one_stage, arch, engine) == []
 
 
-@pytest.mark.parametrize(("gen_ep", "refused"), [(1, False), (8, False), (4, True), (16, True)])
+@pytest.mark.parametrize(("gen_ep", "refused"), [(1, False), (8, False), (2, True), (4, True), (16, True)])
 def test_rollout_expert_parallel_is_1_or_tp_times_dp(gen_ep, refused):
     from verl_qwen35.checks.rollout import rollout_problems
 
@@ -393,6 +407,7 @@ def test_rollout_expert_parallel_is_1_or_tp_times_dp(gen_ep, refused):
     assert bool(found) is refused
     if refused:
         assert found[0].keys[0] == "parallel.gen_ep (actor_rollout_ref.rollout.expert_parallel_size)"
+        assert [k.split(" ")[0] for k in found[0].keys[1:]] == ["parallel.gen_tp", "parallel.gen_dp"]
         assert f"rollout expert_parallel_size={gen_ep} must equal rollout tp*dp=8 (or be 1)" in found[0].message
 
 
@@ -603,3 +618,17 @@ def test_layers_per_stage_and_per_model_chunk_follow_megatrons_split(pp, vpp, sp
     """transformer_block.py get_num_layers_to_build: what the plan prints and the estimate counts (40 layers)."""
     assert stage_layers(40, pp, vpp, split) == stages
     assert chunk_layers(40, pp, vpp, split) == chunks
+
+
+def test_divisors_are_every_divisor_up_to_the_limit():
+    assert divisors(12) == [1, 2, 3, 4, 6, 12]
+    assert (divisors(12, limit=6), divisors(12, limit=5), divisors(1)) == ([1, 2, 3, 4, 6], [1, 2, 3, 4], [1])
+
+
+@pytest.mark.parametrize("backend", ["slurm", "ray_job"])
+def test_the_shipped_submit_settings_pass_and_unset_optional_ones_are_fine(backend):
+    """conf/submit/*.yaml leave job_name, partition, account, time, container, temp_dir, interface null."""
+    assert submit_problems(compose(["model=35b", "device=gpu", f"submit={backend}"])) == []
+    (problem,) = submit_problems(compose(["model=35b", "device=gpu", "submit=slurm", "submit.partition=''"]))
+    assert problem.keys == ("submit.partition",)
+    assert problem.message == "submit.partition='': must be a non-empty string or null"
