@@ -632,3 +632,18 @@ def test_the_shipped_submit_settings_pass_and_unset_optional_ones_are_fine(backe
     (problem,) = submit_problems(compose(["model=35b", "device=gpu", "submit=slurm", "submit.partition=''"]))
     assert problem.keys == ("submit.partition",)
     assert problem.message == "submit.partition='': must be a non-empty string or null"
+
+
+@pytest.mark.parametrize(
+    ("python", "message"),
+    [
+        ("' '", "submit.python=' ': names no command"),
+        (
+            "'uv run \"python'",
+            "submit.python='uv run \"python': No closing quotation (a command line, e.g. 'uv run python')",
+        ),
+    ],
+)
+def test_submit_python_must_be_a_command_line(python, message):
+    found = submit_problems(compose(["model=35b", "device=gpu", "submit=ray_job", f"submit.python={python}"]))
+    assert [(p.keys, p.message) for p in found] == [(("submit.python",), message)]
