@@ -56,6 +56,7 @@ TESTS = {
     "checks/megatron_keys.py": ["test_rules.py", "test_megatron_keys.py", "test_preflight.py"],
     "checks/files.py": ["test_rules.py", "test_machine_checks.py"],
     "checks/machine.py": ["test_launch_checks.py"],
+    "checks/submit.py": ["test_rules.py", "test_new_command_faults.py"],  # the latter: one case per submit.* rule
     "checks/*": [
         "test_rules.py",
         "test_layout_rules.py",
