@@ -204,6 +204,8 @@ SUBMIT_BAD = [
     (SLURM, "submit.python=' '", "names no command"),
     (SLURM, "submit.setup=echo", "submit.setup='echo': must be a list"),
     (SLURM, "submit.ray.head_args=--foo", "submit.ray.head_args='--foo': must be a list"),
+    (SLURM, "submit.ray.worker_args=--foo", "submit.ray.worker_args='--foo': must be a list"),
+    (SLURM, "submit.ray.temp_dir='/tmp/ray x'", "submit.ray.temp_dir='/tmp/ray x': must be one word"),
     (SLURM, "submit.cpus_per_node=abc", "submit.cpus_per_node='abc'"),
     (SLURM, "submit.cpus_per_node=0", "submit.cpus_per_node=0"),
     (SLURM, "submit.exclusive=maybe", "submit.exclusive='maybe'"),

@@ -20,6 +20,7 @@ from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_column,
 from verl_qwen35.checks.pipeline import Split, chunk_layers, split_problems, stage_layers
 from verl_qwen35.checks.problem import divisors
 from verl_qwen35.checks.submit import submit_problems
+from verl_qwen35.checks.transformer import ARCH_FIELDS, ARCH_SWITCHES, transformer_problems
 from verl_qwen35.compose import compose
 from verl_qwen35.devices import RESOURCE
 
@@ -647,3 +648,33 @@ def test_the_shipped_submit_settings_pass_and_unset_optional_ones_are_fine(backe
 def test_submit_python_must_be_a_command_line(python, message):
     found = submit_problems(compose(["model=35b", "device=gpu", "submit=ray_job", f"submit.python={python}"]))
     assert [(p.keys, p.message) for p in found] == [(("submit.python",), message)]
+
+
+# --- transformer.py: overrides that would build another model than the checkpoint ----------------------------
+
+
+def _otc_problems(otc: dict, preset: str = "35b_gpu") -> list:
+    cfg = config(preset)
+    return transformer_problems({**cfg.megatron.override_transformer_config, **otc}, cfg.model, Layout.of(cfg))
+
+
+@pytest.mark.parametrize("name", sorted(ARCH_FIELDS))
+def test_an_architecture_override_must_equal_the_checkpoints_fact(name):
+    fact = ARCH_FIELDS[name]
+    model = config().model
+    assert model.get(fact) is not None, f"model preset lacks {fact}"
+    key = f"megatron.override_transformer_config.{name}"
+    assert not [p for p in _otc_problems({name: model[fact]}) if key in p.keys], "the checkpoint's own value passes"
+    (wrong,) = [p for p in _otc_problems({name: model[fact] + 1}) if key in p.keys]
+    assert wrong.message == (
+        f"={model[fact] + 1} but {model.name} has {fact}={model[fact]}: the checkpoint would not load; drop the override"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(ARCH_SWITCHES))
+def test_an_architecture_switch_has_only_the_checkpoints_value(name):
+    only, key = ARCH_SWITCHES[name], f"megatron.override_transformer_config.{name}"
+    other = (not only) if isinstance(only, bool) else (only + 1 if isinstance(only, int) else f"{only}_other")
+    assert not [p for p in _otc_problems({name: only}) if key in p.keys]
+    (wrong,) = [p for p in _otc_problems({name: other}) if key in p.keys]
+    assert wrong.message == f"={other!r}: Qwen3.5-35B-A3B is built with {name}={only!r}; drop the override"
