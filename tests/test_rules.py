@@ -667,7 +667,8 @@ def test_an_architecture_override_must_equal_the_checkpoints_fact(name):
     assert not [p for p in _otc_problems({name: model[fact]}) if key in p.keys], "the checkpoint's own value passes"
     (wrong,) = [p for p in _otc_problems({name: model[fact] + 1}) if key in p.keys]
     assert wrong.message == (
-        f"={model[fact] + 1} but {model.name} has {fact}={model[fact]}: the checkpoint would not load; drop the override"
+        f"={model[fact] + 1} but {model.name} has {fact}={model[fact]}: "
+        "the checkpoint would not load; drop the override"
     )
 
 
