@@ -679,3 +679,26 @@ def test_an_architecture_switch_has_only_the_checkpoints_value(name):
     assert not [p for p in _otc_problems({name: only}) if key in p.keys]
     (wrong,) = [p for p in _otc_problems({name: other}) if key in p.keys]
     assert wrong.message == f"={other!r}: Qwen3.5-35B-A3B is built with {name}={only!r}; drop the override"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "refused"),
+    [
+        ({"overlap_p2p_comm_warmup_flush": True, "overlap_p2p_comm": True, "batch_p2p_comm": False}, False),
+        ({"overlap_p2p_comm_warmup_flush": True, "overlap_p2p_comm": False, "batch_p2p_comm": False}, True),
+        ({"overlap_p2p_comm_warmup_flush": True, "overlap_p2p_comm": True, "batch_p2p_comm": True}, True),
+        ({"overlap_p2p_comm_warmup_flush": True, "batch_p2p_comm": False}, True),  # no vpp: overlap_p2p_comm off
+    ],
+)
+def test_p2p_warmup_flush_overlap_needs_overlap_p2p_comm_without_batch_p2p_comm(overrides, refused):
+    """megatron-core model_parallel_config.py ModelParallelConfig.__post_init__ (asked here too)."""
+    from megatron.core.model_parallel_config import ModelParallelConfig
+
+    key = "megatron.override_transformer_config.overlap_p2p_comm_warmup_flush"
+    found = [p.message for p in _otc_problems(overrides) if key in p.keys]
+    assert found == (["=true needs overlap_p2p_comm=true and batch_p2p_comm=false"] if refused else [])
+    if refused:
+        with pytest.raises(ValueError, match="warmup and flush is only compatible with overlap_p2p_comm"):
+            ModelParallelConfig(**{"overlap_p2p_comm": False, **overrides})
+    else:
+        ModelParallelConfig(**overrides)
