@@ -702,3 +702,11 @@ def test_p2p_warmup_flush_overlap_needs_overlap_p2p_comm_without_batch_p2p_comm(
             ModelParallelConfig(**{"overlap_p2p_comm": False, **overrides})
     else:
         ModelParallelConfig(**overrides)
+
+
+def test_fused_single_qkv_rope_is_refused_for_qwen35s_gated_attention_by_default():
+    """Qwen3.5 has the attention output gate whether or not the override names it (ARCH_SWITCHES)."""
+    key = "megatron.override_transformer_config.fused_single_qkv_rope"
+    (refused,) = [p for p in _otc_problems({"fused_single_qkv_rope": True}) if key in p.keys]
+    assert refused.message == "=true does not support gated attention (Qwen3.5's attention output gate)"
+    assert not [p for p in _otc_problems({"fused_single_qkv_rope": False}) if key in p.keys]
