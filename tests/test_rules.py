@@ -710,3 +710,20 @@ def test_fused_single_qkv_rope_is_refused_for_qwen35s_gated_attention_by_default
     (refused,) = [p for p in _otc_problems({"fused_single_qkv_rope": True}) if key in p.keys]
     assert refused.message == "=true does not support gated attention (Qwen3.5's attention output gate)"
     assert not [p for p in _otc_problems({"fused_single_qkv_rope": False}) if key in p.keys]
+
+
+def test_topk_limited_devices_is_refused_beside_group_routing():
+    """megatron-core transformer_config.py: moe_router_topk_limited_devices is the old name of group routing."""
+    otc = {"moe_router_group_topk": 2, "moe_router_num_groups": 8, "moe_router_topk_limited_devices": 2}
+    key = "megatron.override_transformer_config.moe_router_topk_limited_devices"
+    (refused,) = [p for p in _otc_problems(otc) if key in p.keys]
+    assert refused.message == "is replaced by moe_router_group_topk; drop it"
+    assert not [p for p in _otc_problems({**otc, "moe_router_topk_limited_devices": None}) if key in p.keys]
+
+
+@pytest.mark.parametrize("name", ["delay_wgrad_compute", "ep_overlap_early_attn_memory_release"])
+def test_ep_overlap_companions_need_the_overlap_and_name_both_keys(name):
+    otc = "megatron.override_transformer_config"
+    (refused,) = [p for p in _otc_problems({name: True}) if f"{otc}.{name}" in p.keys]
+    assert refused.keys == (f"{otc}.{name}", f"{otc}.overlap_moe_expert_parallel_comm")
+    assert refused.message == "=true needs overlap_moe_expert_parallel_comm=true"
