@@ -20,7 +20,7 @@ from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_column,
 from verl_qwen35.checks.pipeline import Split, chunk_layers, split_problems, stage_layers
 from verl_qwen35.checks.problem import divisors
 from verl_qwen35.checks.submit import submit_problems
-from verl_qwen35.checks.transformer import ARCH_FIELDS, ARCH_SWITCHES, transformer_problems
+from verl_qwen35.checks.transformer import ARCH_FIELDS, ARCH_SWITCHES, mtp_problems, transformer_problems
 from verl_qwen35.compose import compose
 from verl_qwen35.devices import RESOURCE
 
@@ -727,3 +727,31 @@ def test_ep_overlap_companions_need_the_overlap_and_name_both_keys(name):
     (refused,) = [p for p in _otc_problems({name: True}) if f"{otc}.{name}" in p.keys]
     assert refused.keys == (f"{otc}.{name}", f"{otc}.overlap_moe_expert_parallel_comm")
     assert refused.message == "=true needs overlap_moe_expert_parallel_comm=true"
+
+
+@pytest.mark.parametrize(
+    ("asked", "enabled", "model_mtp", "expected"),
+    [
+        (None, True, 0, [(("actor_rollout_ref.model.mtp.enable",), "=true but M has no MTP layers (verl raises)")]),
+        (
+            1,
+            False,
+            1,
+            [
+                (
+                    ("megatron.override_transformer_config.mtp_num_layers", "actor_rollout_ref.model.mtp.enable"),
+                    "=1 is dropped: verl sets mtp_num_layers=None unless actor_rollout_ref.model.mtp.enable=true",
+                )
+            ],
+        ),
+        (2, True, 1, [(("megatron.override_transformer_config.mtp_num_layers",), "=2 but M ships 1 MTP layer(s)")]),
+        (1, True, 1, []),  # as many as the checkpoint ships: passes
+        (None, False, 1, []),
+    ],
+)
+def test_mtp_layers_are_refused_where_verl_drops_or_cannot_build_them(asked, enabled, model_mtp, expected):
+    """verl/utils/megatron_utils.py check_mtp_config: MTP only with model.mtp.enable, from the checkpoint's layers."""
+    otc = {} if asked is None else {"mtp_num_layers": asked}
+    found = mtp_problems(otc, enabled, model_mtp, "M")
+    assert [p.keys for p in found] == [keys for keys, _ in expected]
+    assert all(p.message.startswith(start) for p, (_, start) in zip(found, expected, strict=True))
