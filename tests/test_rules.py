@@ -755,3 +755,13 @@ def test_mtp_layers_are_refused_where_verl_drops_or_cannot_build_them(asked, ena
     found = mtp_problems(otc, enabled, model_mtp, "M")
     assert [p.keys for p in found] == [keys for keys, _ in expected]
     assert all(p.message.startswith(start) for p, (_, start) in zip(found, expected, strict=True))
+
+
+@pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"])
+def test_every_loss_aggregation_mode_of_verl_is_accepted(mode):
+    """verl/workers/config/actor.py ActorConfig.__post_init__ valid_loss_agg_modes (0.8.0 and 0.9.1)."""
+    from verl_qwen35.checks.verl_settings import verl_setting_problems
+
+    assert verl_setting_problems(config(**{"actor_rollout_ref.actor.loss_agg_mode": mode})) == []
+    (refused,) = verl_setting_problems(config(**{"actor_rollout_ref.actor.loss_agg_mode": f"{mode}-x"}))
+    assert refused.keys == ("actor_rollout_ref.actor.loss_agg_mode",)
