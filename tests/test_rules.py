@@ -765,3 +765,26 @@ def test_every_loss_aggregation_mode_of_verl_is_accepted(mode):
     assert verl_setting_problems(config(**{"actor_rollout_ref.actor.loss_agg_mode": mode})) == []
     (refused,) = verl_setting_problems(config(**{"actor_rollout_ref.actor.loss_agg_mode": f"{mode}-x"}))
     assert refused.keys == ("actor_rollout_ref.actor.loss_agg_mode",)
+
+
+def test_token_sum_is_accepted_from_verl_0_9_on():
+    """verl 0.9.1 added 'token-sum' to ActorConfig's valid_loss_agg_modes; 0.8.0 refuses it."""
+    from importlib.metadata import version
+
+    from verl_qwen35.checks.verl_settings import verl_setting_problems
+
+    found = verl_setting_problems(config(**{"actor_rollout_ref.actor.loss_agg_mode": "token-sum"}))
+    newer = tuple(int(x) for x in version("verl").split(".")[:2]) >= (0, 9)
+    assert [p.keys for p in found] == ([] if newer else [("actor_rollout_ref.actor.loss_agg_mode",)])
+
+
+@pytest.mark.parametrize("side", ["actor", "ref"])
+@pytest.mark.parametrize("mode", ["disabled", "R2", "R3"])
+def test_router_replay_modes_of_verl_are_accepted_on_each_side(side, mode):
+    """verl/workers/config/engine.py EngineRouterReplayConfig: disabled, R2 or R3."""
+    from verl_qwen35.checks.verl_settings import verl_setting_problems
+
+    key = f"actor_rollout_ref.{side}.megatron.router_replay.mode"
+    assert not [p for p in verl_setting_problems(config(**{key: mode})) if key in p.keys]
+    (refused,) = [p for p in verl_setting_problems(config(**{key: f"{mode}x"})) if key in p.keys]
+    assert refused.message == f"='{mode}x' is not one of ['disabled', 'R2', 'R3']"
