@@ -11,7 +11,7 @@ import math
 from functools import cache
 
 import pytest
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
 from verl_qwen35.checks import bad_value_problems, device_of, preflight
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
@@ -788,3 +788,17 @@ def test_router_replay_modes_of_verl_are_accepted_on_each_side(side, mode):
     assert not [p for p in verl_setting_problems(config(**{key: mode})) if key in p.keys]
     (refused,) = [p for p in verl_setting_problems(config(**{key: f"{mode}x"})) if key in p.keys]
     assert refused.message == f"='{mode}x' is not one of ['disabled', 'R2', 'R3']"
+
+
+def test_greedy_validation_needs_no_temperature_and_sampling_does():
+    """verl/utils/config.py validate_config: val_kwargs.do_sample (absent: False) with temperature 0 is refused."""
+    from verl_qwen35.checks.verl_settings import verl_setting_problems
+
+    rollout = "actor_rollout_ref.rollout"
+    greedy = config(**{f"{rollout}.temperature": 0})
+    with open_dict(greedy):
+        del greedy.actor_rollout_ref.rollout.val_kwargs["do_sample"]
+    assert verl_setting_problems(greedy) == []
+    (refused,) = verl_setting_problems(config(**{f"{rollout}.temperature": 0, f"{rollout}.val_kwargs.do_sample": True}))
+    assert refused.keys == (f"{rollout}.temperature", f"{rollout}.val_kwargs.do_sample")
+    assert refused.message == "=0: sampling during validation needs temperature > 0"
