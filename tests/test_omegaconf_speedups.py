@@ -1,0 +1,102 @@
+"""The OmegaConf speed-ups change nothing but time: each compared with OmegaConf's own path on every preset."""
+
+import copy
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf, _utils, base, grammar_parser, open_dict, read_write
+from omegaconf import omegaconf as omegaconf_module
+from omegaconf.errors import GrammarParseError
+
+from verl_qwen35 import omegaconf_speedups
+from verl_qwen35.paths import conf_dir
+
+PRESETS = [(m, d) for m in ("35b", "122b", "397b") for d in ("gpu", "npu")]
+# Strings OmegaConf quotes, escapes, folds or passes through as they are.
+AWKWARD = {
+    "bool_like": "true",
+    "float_like": "1e3",
+    "int_like": "0x1F",
+    "colon": "x: y",
+    "unicode": "ünïcode ☃",
+    "newline": "line1\nline2",
+    "leading_space": " lead",
+    "long": "a b " * 60,
+    "quote": "'q'",
+    "hash": "#x",
+    "empty": "",
+    "none": None,
+    "list": [1, "2", 3.0, None],
+    "interpolation": "${empty}",
+    "null_word": "null",
+    "tilde": "~",
+    "dash": "- a",
+    "tab": "tab\there",
+    "separator": "\u2028",
+}
+
+
+@pytest.fixture(scope="module")
+def presets():
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base=None):
+        return {p: compose("config", [f"model={p[0]}", f"device={p[1]}"], return_hydra_config=True) for p in PRESETS}
+
+
+def test_all_three_are_installed_with_the_pinned_omegaconf():
+    """If OmegaConf changes shape they switch themselves off; this says so instead of going slower silently."""
+    assert omegaconf_speedups.memoized_interpolation_parsing()
+    assert omegaconf_speedups.yaml_written_by_libyaml()
+    assert omegaconf_speedups.metadata_copied_by_field()
+
+
+def test_yaml_text_is_byte_identical_to_omegaconfs_own_dumper(presets, monkeypatch):
+    fast = omegaconf_module.get_omega_conf_dumper
+    assert fast is not _utils.get_omega_conf_dumper
+    configs = [*presets.values(), OmegaConf.create(AWKWARD)]
+    ours = [OmegaConf.to_yaml(c) for c in configs]
+    monkeypatch.setattr(omegaconf_module, "get_omega_conf_dumper", _utils.get_omega_conf_dumper)
+    assert ours == [OmegaConf.to_yaml(c) for c in configs]
+    assert "'true'" in ours[-1] and "ünïcode" in ours[-1]  # quoting and unicode as OmegaConf writes them
+
+
+def test_resolved_values_are_the_same_without_the_parse_memo(presets, monkeypatch):
+    memo = grammar_parser.parse
+    ours = {p: OmegaConf.to_container(_job(c), resolve=True) for p, c in presets.items()}
+    assert memo.cache_info().hits > 0
+    for module in (base, _utils, grammar_parser):
+        monkeypatch.setattr(module, "parse", memo.__wrapped__)
+    theirs = {p: OmegaConf.to_container(_job(c), resolve=True) for p, c in presets.items()}
+    assert ours == theirs
+
+
+def _job(cfg):
+    """The task config as Hydra hands it to a job (no hydra node: its interpolations need a run)."""
+    job = copy.deepcopy(cfg)
+    with read_write(job), open_dict(job):
+        del job["hydra"]
+    return job
+
+
+def test_a_string_that_does_not_parse_raises_every_time():
+    for _ in range(2):  # the error is not remembered as an answer
+        with pytest.raises(GrammarParseError):
+            grammar_parser.parse("${foo:")
+
+
+def test_deep_copies_are_equal_and_independent(presets, monkeypatch):
+    cfg = presets[("122b", "npu")]
+    ours = copy.deepcopy(cfg)
+    monkeypatch.delattr(base.Metadata, "__deepcopy__")
+    monkeypatch.delattr(base.ContainerMetadata, "__deepcopy__")
+    theirs = copy.deepcopy(cfg)
+    assert OmegaConf.to_yaml(ours) == OmegaConf.to_yaml(theirs) == OmegaConf.to_yaml(cfg)
+    for copied in (ours, theirs):
+        pairs = ((copied, cfg), (copied.parallel, cfg.parallel), (copied.hydra.runtime, cfg.hydra.runtime))
+        for node, original in pairs:
+            assert node._metadata == original._metadata
+            assert node._metadata is not original._metadata
+            assert node._metadata.flags is not original._metadata.flags
+            assert node._metadata.resolver_cache is not original._metadata.resolver_cache
+        assert copied.parallel._get_parent() is copied and copied._get_parent() is None
+    OmegaConf.set_readonly(ours.parallel, True)  # a flag set on the copy stays on the copy
+    assert not OmegaConf.is_readonly(cfg.parallel)
