@@ -16,7 +16,7 @@ from hydra.errors import ConfigCompositionException, MissingConfigException
 from hydra.types import RunMode
 from omegaconf import OmegaConf
 
-from hydra_plugins.verl_qwen35_sweeper.shared_composition import compositions_shared
+from hydra_plugins.verl_qwen35_sweeper.shared_composition import defaults_lists_shared
 from verl_qwen35 import collector
 from verl_qwen35.paths import conf_dir
 
@@ -56,7 +56,7 @@ def _text(cfg) -> str:
 def test_every_job_shared_equals_its_own_composition(loader_and_master):
     loader, master = loader_and_master
     plain = [_text(loader.load_sweep_config(master, job)) for job in JOBS]
-    with compositions_shared(loader):
+    with defaults_lists_shared():
         shared = [_text(loader.load_sweep_config(master, job)) for job in JOBS]
     for job, mine, theirs in zip(JOBS, shared, plain, strict=True):
         assert mine == theirs, job
@@ -79,7 +79,7 @@ def test_the_search_path_is_part_of_what_jobs_share(loader_and_master, tmp_path)
         paths = ",".join([*searchpath, f"file://{extra.parent}"])
         jobs.append(["device=npu", "model=122b", "parallel=extra", f"hydra.searchpath=[{paths}]"])
     plain = [loader.load_sweep_config(master, job) for job in jobs]
-    with compositions_shared(loader):
+    with defaults_lists_shared():
         shared = [loader.load_sweep_config(master, job) for job in jobs]
     assert [c.parallel.tp for c in plain] == [2, 4] == [c.parallel.tp for c in shared]
     assert [_text(c) for c in shared] == [_text(c) for c in plain]
@@ -90,7 +90,7 @@ def test_a_job_that_fails_to_compose_fails_the_same_inside(loader_and_master):
     for bad in (["parallel=no_such_layout"], ["model=122b", "+device=npu"], ["no_such_key=1"]):
         with pytest.raises((MissingConfigException, ConfigCompositionException)) as plain:
             loader.load_sweep_config(master, bad)
-        with compositions_shared(loader), pytest.raises(type(plain.value)) as shared:
+        with defaults_lists_shared(), pytest.raises(type(plain.value)) as shared:
             loader.load_sweep_config(master, ["device=npu", "model=122b"])  # fills the shared answers
             loader.load_sweep_config(master, bad)
         assert str(shared.value) == str(plain.value)
@@ -99,12 +99,10 @@ def test_a_job_that_fails_to_compose_fails_the_same_inside(loader_and_master):
 def test_hydras_loader_is_itself_again_after_the_batch_even_after_an_error(loader_and_master):
     loader, master = loader_and_master
     build = config_loader_impl.create_defaults_list
-    with pytest.raises(RuntimeError), compositions_shared(loader):
+    with pytest.raises(RuntimeError), defaults_lists_shared():
         assert config_loader_impl.create_defaults_list is not build
-        assert "_compose_config_from_defaults_list" in vars(loader)
         raise RuntimeError
     assert config_loader_impl.create_defaults_list is build
-    assert "_compose_config_from_defaults_list" not in vars(loader)
 
 
 def test_the_entrypoint_gives_python_its_collector_settings_back(cli):

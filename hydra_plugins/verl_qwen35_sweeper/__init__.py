@@ -6,8 +6,8 @@ exists for launchers that run jobs in another process or machine. With the in-pr
 launcher this sweeper hands the launcher the very config the check composed (each used once, for
 the same overrides and sweep config); with any other launcher it behaves exactly as BasicSweeper.
 
-During the batch check, jobs share what their compositions have in common (the defaults list
-and its merge, see shared_composition.py); value overrides and validation stay per job.
+During the batch check, jobs with the same group choices share one defaults list (see
+shared_composition.py); value overrides and validation stay per job.
 Selected in conf/config.yaml (`override hydra/sweeper: verl_qwen35`); Hydra finds it here because
 plugins live in the `hydra_plugins` namespace package.
 """
@@ -20,7 +20,7 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
 
-from hydra_plugins.verl_qwen35_sweeper.shared_composition import compositions_shared
+from hydra_plugins.verl_qwen35_sweeper.shared_composition import defaults_lists_shared
 
 
 class _ComposedOnce:
@@ -50,7 +50,7 @@ class ComposeOnceSweeper(BasicSweeper):
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         keep = type(self.launcher) is BasicLauncher
-        with compositions_shared(self.composed.loader):
+        with defaults_lists_shared():
             for overrides in batch:
                 composed = self.composed.loader.load_sweep_config(self.config, list(overrides))
                 if keep:

@@ -1,63 +1,31 @@
-"""What the jobs of one sweep batch share while Hydra composes each of them.
+"""The defaults list the jobs of one sweep batch share while Hydra composes each of them.
 
-A sweep over values (`parallel.tp=2,4 ...`) composes every job from the same config files with
-the same group choices, so two of Hydra's steps give every job the same answer:
+A sweep over values (`parallel.tp=2,4 ...`) composes every job with the same group choices.
+Hydra builds the defaults list (which configs, in which order, under which packages) from the
+group choices and the search path only: value overrides are applied after composition, and
+defaults-list interpolations may read only group choices. So jobs with the same group overrides
+(hydra's own included) and search path get the same list and the same choices, and inside
+`defaults_lists_shared()` each distinct list is built once. Each job still gets its own
+value overrides, `hydra.*` runtime fields and validation from Hydra. A list that fails to build
+is not remembered, so every job that hits it raises the same. Sweeps run jobs one after another
+in one thread; this is only active during the batch check. (The merge of the list is reused by
+verl_qwen35.merge_cache, in sweeps and single runs alike.)
 
-- the defaults list: which files, in which order, under which packages. Hydra builds it from the
-  group choices and the search path only (value overrides are applied after composition, and
-  defaults-list interpolations may read only group choices), so jobs with the same group
-  overrides (hydra's own included) and search path get the same list and the same choices;
-- the merge of that list (`_compose_config_from_defaults_list`), a function of the list, the
-  search path and the files.
-
-Inside `compositions_shared(loader)` each distinct answer is worked out once and served to the
-other jobs (the merged config as a fresh unpickled copy, since Hydra then writes into it).
-Everything else stays Hydra's, per job: value overrides, `hydra.*` runtime fields, validation.
-A step that raises is not remembered, so every job that hits it raises the same. Sweeps run
-jobs one after another in one thread; this is only active during the batch check.
-
-Imports only Hydra and OmegaConf: Hydra imports every plugin module in any Hydra app's process.
+Imports only Hydra: Hydra imports every plugin module in any Hydra app's process.
 """
 
-import pickle
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from hydra._internal import config_loader_impl
 from hydra._internal.defaults_list import DefaultsList, Overrides
-from hydra.core.default_element import ResultDefault
 from hydra.core.override_parser.types import Override
-from omegaconf import DictConfig
 
 
 def _sources(repo: Any) -> tuple[tuple[str, str], ...]:
     """The search path: the same config path may name another file under another search path."""
     return tuple((s.scheme(), s.path) for s in repo.get_sources())
-
-
-def _list_key(defaults: list[ResultDefault], repo: Any) -> tuple[Any, ...]:
-    listed = tuple((d.config_path, d.parent, d.package, d.is_self, d.primary, d.override_key) for d in defaults)
-    return _sources(repo), listed
-
-
-@contextmanager
-def merges_shared(loader: Any) -> Iterator[None]:
-    """`loader` merges each distinct defaults list once (this loader object only)."""
-    merge: Callable[..., DictConfig] = loader._compose_config_from_defaults_list
-    merged: dict[tuple[Any, ...], bytes] = {}
-
-    def compose(defaults: list[ResultDefault], repo: Any) -> DictConfig:
-        key = _list_key(defaults, repo)
-        if key not in merged:
-            merged[key] = pickle.dumps(merge(defaults=defaults, repo=repo), protocol=pickle.HIGHEST_PROTOCOL)
-        return pickle.loads(merged[key])
-
-    loader._compose_config_from_defaults_list = compose
-    try:
-        yield
-    finally:
-        del loader._compose_config_from_defaults_list
 
 
 def _defaults_key(repo: Any, config_name: str | None, overrides: list[Override], job: Overrides) -> tuple[Any, ...]:
@@ -101,11 +69,3 @@ def defaults_lists_shared() -> Iterator[None]:
         yield
     finally:
         config_loader_impl.create_defaults_list = build
-
-
-@contextmanager
-def compositions_shared(loader: Any) -> Iterator[None]:
-    with ExitStack() as stack:
-        stack.enter_context(defaults_lists_shared())
-        stack.enter_context(merges_shared(loader))
-        yield
