@@ -1,4 +1,4 @@
-"""The OmegaConf speed-ups change nothing but time: each compared with OmegaConf's own path on every preset."""
+"""The OmegaConf and Hydra speed-ups change nothing but time: each compared with the library's own path."""
 
 import copy
 
@@ -8,7 +8,7 @@ from omegaconf import OmegaConf, _utils, base, grammar_parser, open_dict, read_w
 from omegaconf import omegaconf as omegaconf_module
 from omegaconf.errors import GrammarParseError
 
-from verl_qwen35 import omegaconf_speedups
+from verl_qwen35 import speedups
 from verl_qwen35.paths import conf_dir
 
 PRESETS = [(m, d) for m in ("35b", "122b", "397b") for d in ("gpu", "npu")]
@@ -42,11 +42,21 @@ def presets():
         return {p: compose("config", [f"model={p[0]}", f"device={p[1]}"], return_hydra_config=True) for p in PRESETS}
 
 
-def test_all_three_are_installed_with_the_pinned_omegaconf():
-    """If OmegaConf changes shape they switch themselves off; this says so instead of going slower silently."""
-    assert omegaconf_speedups.memoized_interpolation_parsing()
-    assert omegaconf_speedups.yaml_written_by_libyaml()
-    assert omegaconf_speedups.metadata_copied_by_field()
+def test_all_are_installed_with_the_pinned_libraries():
+    """If OmegaConf or Hydra change shape they switch themselves off; this says so instead of going slower."""
+    assert speedups.memoized_interpolation_parsing()
+    assert speedups.yaml_written_by_libyaml()
+    assert speedups.metadata_copied_by_field()
+    assert speedups.memoized_hydra_version_parsing()
+
+
+def test_hydra_version_answers_are_the_same_memoized():
+    from hydra import version
+
+    memo = version._get_version
+    for ver in ("1.1", "1.2", "1.3", "1.3.2", "1.2.0.dev2", "2.0"):
+        assert memo(ver) == memo.__wrapped__(ver)
+    assert version.base_at_least("1.1") and memo.cache_info().hits > 0
 
 
 def test_yaml_text_is_byte_identical_to_omegaconfs_own_dumper(presets, monkeypatch):
@@ -100,3 +110,26 @@ def test_deep_copies_are_equal_and_independent(presets, monkeypatch):
         assert copied.parallel._get_parent() is copied and copied._get_parent() is None
     OmegaConf.set_readonly(ours.parallel, True)  # a flag set on the copy stays on the copy
     assert not OmegaConf.is_readonly(cfg.parallel)
+
+
+def test_a_filled_resolver_cache_and_odd_flags_are_deep_copied(monkeypatch):
+    OmegaConf.register_new_resolver("verl_qwen35_test_cached", lambda: [1, 2], use_cache=True)
+    try:
+        cfg = OmegaConf.create({"a": "${verl_qwen35_test_cached:}", "b": {"c": 1}})
+        assert cfg.a == [1, 2]
+        cfg.b._metadata.flags["custom"] = ["not", "a", "bool"]  # whatever a flag may ever hold
+        ours = copy.deepcopy(cfg)
+        monkeypatch.delattr(base.Metadata, "__deepcopy__")
+        monkeypatch.delattr(base.ContainerMetadata, "__deepcopy__")
+        theirs = copy.deepcopy(cfg)
+        for copied in (ours, theirs):
+            assert copied._metadata.resolver_cache == cfg._metadata.resolver_cache
+            assert copied._metadata.resolver_cache is not cfg._metadata.resolver_cache
+            cached = next(iter(copied._metadata.resolver_cache.values()))
+            assert next(iter(cached.values())) is not next(
+                iter(next(iter(cfg._metadata.resolver_cache.values())).values())
+            )
+            assert copied.b._metadata.flags == cfg.b._metadata.flags
+            assert copied.b._metadata.flags["custom"] is not cfg.b._metadata.flags["custom"]
+    finally:
+        OmegaConf.clear_resolver("verl_qwen35_test_cached")
