@@ -1,6 +1,10 @@
 """The OmegaConf and Hydra speed-ups change nothing but time: each compared with the library's own path."""
 
 import copy
+import dataclasses
+import enum
+import pathlib
+import typing
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -47,6 +51,7 @@ def test_all_are_installed_with_the_pinned_libraries():
     assert speedups.memoized_interpolation_parsing()
     assert speedups.yaml_written_by_libyaml()
     assert speedups.metadata_copied_by_field()
+    assert speedups.value_nodes_copied_by_field()
     assert speedups.memoized_hydra_version_parsing()
 
 
@@ -133,3 +138,64 @@ def test_a_filled_resolver_cache_and_odd_flags_are_deep_copied(monkeypatch):
             assert copied.b._metadata.flags["custom"] is not cfg.b._metadata.flags["custom"]
     finally:
         OmegaConf.clear_resolver("verl_qwen35_test_cached")
+
+
+class Colour(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+
+@dataclasses.dataclass
+class Typed:
+    colour: Colour = Colour.RED
+    count: int = 3
+    ratio: float = 0.5
+    name: str = "x"
+    flag: bool = True
+    path: pathlib.Path = pathlib.Path("/tmp")
+    raw: bytes = b"ab"
+    anything: typing.Any = None
+
+
+def _own_copies(monkeypatch):
+    """OmegaConf's own deepcopy on every class the speed-ups replaced."""
+    monkeypatch.delattr(base.Metadata, "__deepcopy__")
+    monkeypatch.delattr(base.ContainerMetadata, "__deepcopy__")
+    for cls, own in speedups._VALUE_NODE_COPIES.items():
+        monkeypatch.setattr(cls, "__deepcopy__", own)
+
+
+def _nodes(cfg):
+    """(path, node) for every node under cfg."""
+    out = [("", cfg)]
+    for key in cfg.keys() if OmegaConf.is_dict(cfg) else range(len(cfg)):
+        child = cfg._get_node(key)
+        out += [
+            (f"{key}{'.' if p else ''}{p}", n)
+            for p, n in (_nodes(child) if OmegaConf.is_config(child) else [("", child)])
+        ]
+    return out
+
+
+def test_every_value_node_copies_like_omegaconfs_own(presets, monkeypatch):
+    typed = OmegaConf.structured(Typed)
+    typed.colour = "BLUE"
+    configs = [presets[("122b", "npu")], typed, OmegaConf.create({"l": [1, "a", None, {"b": 2.5}]})]
+    odd = OmegaConf.create({"v": 1})
+    odd._get_node("v").__dict__["extra"] = ["state"]  # more than __init__ sets: OmegaConf's own copy is used
+    configs.append(odd)
+    ours = [copy.deepcopy(c) for c in configs]
+    _own_copies(monkeypatch)
+    theirs = [copy.deepcopy(c) for c in configs]
+    for mine, own, original in zip(ours, theirs, configs, strict=True):
+        pairs = zip(_nodes(mine), _nodes(own), _nodes(original), strict=True)
+        for (path, a), (_, b), (_, o) in pairs:
+            assert type(a) is type(b), path
+            assert a._metadata == b._metadata and a._metadata is not o._metadata, path
+            if not OmegaConf.is_config(a):
+                assert {k: v for k, v in vars(a).items() if k not in ("_metadata", "_parent")} == {
+                    k: v for k, v in vars(b).items() if k not in ("_metadata", "_parent")
+                }, path
+                assert (a._get_parent() is None) == (b._get_parent() is None), path
+    assert "extra" not in vars(ours[-1]._get_node("v"))  # as OmegaConf's own copy: a fresh node
+    assert ours[1].colour is Colour.BLUE and OmegaConf.get_type(ours[1]) is Typed

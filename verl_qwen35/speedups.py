@@ -131,8 +131,47 @@ def memoized_hydra_version_parsing() -> bool:
     return True
 
 
+# Value nodes: what each class's __init__ puts in __dict__, the only state OmegaConf's own
+# __deepcopy__ (a fresh node, then `_deepcopy_impl`) carries over.
+VALUE_NODE_STATE = {"_metadata", "_parent", "_flags_cache", "_val"}
+VALUE_NODE_CLASSES = ("AnyNode", "StringNode", "PathNode", "IntegerNode", "BytesNode", "FloatNode", "BooleanNode")
+ENUM_NODE_STATE = VALUE_NODE_STATE | {"fields", "enum_type"}
+
+
+def _copy_value_node(self: Any, memo: dict[int, Any]) -> Any:
+    """A fresh node with a deep copy of the metadata, the value and parent kept, flags cache empty."""
+    state = dict(self.__dict__)
+    if state.keys() != (ENUM_NODE_STATE if "enum_type" in state else VALUE_NODE_STATE):
+        return _VALUE_NODE_COPIES[type(self)](self, memo)  # a node with more state: OmegaConf's own copy
+    state["_metadata"] = copy.deepcopy(self._metadata, memo)
+    state["_flags_cache"] = None
+    if "fields" in state:
+        state["fields"] = dict(state["fields"])  # EnumNode builds its own from the enum
+    copied = object.__new__(type(self))
+    copied.__dict__.update(state)
+    return copied
+
+
+_VALUE_NODE_COPIES: dict[type, Any] = {}
+
+
+def value_nodes_copied_by_field() -> bool:
+    """Give OmegaConf's value node classes the field-by-field deepcopy; True if installed."""
+    from omegaconf import nodes
+
+    classes = [getattr(nodes, name, None) for name in (*VALUE_NODE_CLASSES, "EnumNode")]
+    if any(cls is None or "__deepcopy__" not in vars(cls) for cls in classes):
+        return False
+    for cls in classes:
+        if vars(cls)["__deepcopy__"] is not _copy_value_node:
+            _VALUE_NODE_COPIES[cls] = vars(cls)["__deepcopy__"]
+            cls.__deepcopy__ = _copy_value_node  # type: ignore[method-assign]
+    return True
+
+
 def install() -> None:
     memoized_interpolation_parsing()
     yaml_written_by_libyaml()
     metadata_copied_by_field()
+    value_nodes_copied_by_field()
     memoized_hydra_version_parsing()
