@@ -1,6 +1,7 @@
 """A reused merge gives exactly Hydra's own merge; anything whose content it cannot name is merged afresh."""
 
 import copy
+import pickle
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -108,3 +109,18 @@ def test_a_schema_over_one_of_our_files_is_merged_afresh(fresh_cache, monkeypatc
     _compose(["device=npu", "model=122b"])
     _compose(["device=npu", "model=122b"])
     assert len(hydra_merges) == 2 and not list(fresh_cache.glob("merged-*.pickle"))
+
+
+def test_a_merge_that_does_not_pickle_is_used_uncached(fresh_cache, monkeypatch):
+    """A config holding something pickle refuses: composition works, nothing is stored."""
+    plain = OmegaConf.to_yaml(_compose(["device=npu", "model=122b"]))
+    monkeypatch.setattr(config_cache, "_memory", {})
+    for stored in fresh_cache.glob("*.pickle"):
+        stored.unlink()
+
+    def refuse(*args, **kwargs):
+        raise pickle.PicklingError("not today")
+
+    monkeypatch.setattr(config_cache.pickle, "dumps", refuse)
+    assert OmegaConf.to_yaml(_compose(["device=npu", "model=122b"])) == plain
+    assert not list(fresh_cache.glob("*.pickle")) and not config_cache._memory

@@ -104,7 +104,10 @@ def cached(key: str, make: Callable[[], T], kind: type | tuple[type, ...]) -> T:
             _memory[key] = blob
             return found
     made = make()
-    blob = pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        blob = pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # something in it does not pickle: only slower, never an error
+        return made
     _memory[key] = blob
     if CACHE_DIR:
         _store(CACHE_DIR / f"{key}.pickle", blob)
