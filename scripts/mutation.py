@@ -355,7 +355,7 @@ def tests_for(module: str) -> list[str]:
 def make_copy(index: int) -> Path:
     """A private tree per worker; bytecode is never written, so a mutant is always recompiled."""
     copy = Path(tempfile.mkdtemp(prefix=f"mut{index}_", dir="/tmp"))
-    for name in ("verl_qwen35", "conf", "tests", "golden", "scripts", "pyproject.toml", "README.md"):
+    for name in ("verl_qwen35", "hydra_plugins", "conf", "tests", "golden", "scripts", "pyproject.toml", "README.md"):
         source = ROOT / name
         if source.is_dir():
             shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__", ".hypothesis"))

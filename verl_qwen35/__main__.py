@@ -14,7 +14,7 @@ import hydra
 from omegaconf import DictConfig
 from omegaconf.errors import InterpolationResolutionError
 
-from verl_qwen35 import cli_help
+from verl_qwen35 import cli_help, collector
 from verl_qwen35.choices import check_choices, implicit_overrides
 from verl_qwen35.cmdline import CommandLine, parse_command_line
 from verl_qwen35.errors import UserError, answered
@@ -100,12 +100,16 @@ def interpolation_named_by_override(line: CommandLine) -> Iterator[None]:
 def main() -> None:
     if cli_help.handled(sys.argv[1:], _hydra_main):  # --help, --presets, --help-full, shell completion
         return
-    # A user who sets HYDRA_FULL_ERROR asks for Hydra's tracebacks; everyone else gets one message.
-    with answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=_sweep_interrupted):
-        line = prepare(sys.argv[1:])
-        sys.argv = [sys.argv[0], *line.argv()]
-        with hydra_errors_raised(), interpolation_named_by_override(line):
-            _hydra_main()
+    collector.tune_for_composing()
+    try:
+        # A user who sets HYDRA_FULL_ERROR asks for Hydra's tracebacks; everyone else gets one message.
+        with answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=_sweep_interrupted):
+            line = prepare(sys.argv[1:])
+            sys.argv = [sys.argv[0], *line.argv()]
+            with hydra_errors_raised(), interpolation_named_by_override(line):
+                _hydra_main()
+    finally:
+        collector.restore_python_defaults()  # main() may run inside another program (tests)
 
 
 if __name__ == "__main__":

@@ -171,7 +171,9 @@ def refused(errors: int) -> None:
 
 
 def launch_now(cfg: DictConfig, use_shell_env: bool = True) -> None:
+    from verl_qwen35.collector import restore_python_defaults
     from verl_qwen35.launch import launch
 
+    restore_python_defaults()
     with job_environment(cfg, use_shell_env):
         launch(cfg)

@@ -19,8 +19,10 @@ import io
 import os
 import pickle
 import sys
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 from hydra import __version__ as hydra_version
@@ -39,6 +41,7 @@ CACHE_ENV = "VERL_QWEN35_CACHE_DIR"
 # Bump when the pickled form changes.
 _FORMAT = "1"
 _memory: dict[str, bytes] = {}
+T = TypeVar("T")
 
 
 def _default_dir() -> Path | None:
@@ -54,14 +57,14 @@ CACHE_DIR = _default_dir()
 
 
 @cache
-def _stamp() -> str:
+def stamp() -> str:
     """What else the parsed result depends on besides the text."""
     versions = (_FORMAT, installed_verl_version(), hydra_version, omegaconf_version, yaml.__version__)
     return "|".join((*versions, sys.version.split()[0]))
 
 
 def cache_key(text: str) -> str:
-    return hashlib.sha256(f"{_stamp()}\n{text}".encode()).hexdigest()
+    return hashlib.sha256(f"{stamp()}\n{text}".encode()).hexdigest()
 
 
 def _store(path: Path, blob: bytes) -> None:
@@ -78,28 +81,42 @@ def _store(path: Path, blob: bytes) -> None:
         pass
 
 
-def _blob(text: str) -> bytes:
-    key = cache_key(text)
+def _stored(key: str) -> bytes | None:
     if (blob := _memory.get(key)) is not None:
         return blob
-    path = CACHE_DIR / f"{key}.pickle" if CACHE_DIR else None
     try:
-        blob = path.read_bytes() if path else None
-        if blob is not None and not isinstance(pickle.loads(blob), DictConfig | ListConfig):
-            blob = None  # a foreign pickle (not a parsed config) is a miss too
-    except Exception:  # a torn or unreadable file is a miss, not an error
-        blob = None
-    if blob is None:
-        blob = pickle.dumps(OmegaConf.load(io.StringIO(text)), protocol=pickle.HIGHEST_PROTOCOL)
-        if path:
-            _store(path, blob)
+        return (CACHE_DIR / f"{key}.pickle").read_bytes() if CACHE_DIR else None
+    except OSError:
+        return None
+
+
+def cached(key: str, make: Callable[[], T], kind: type | tuple[type, ...]) -> T:
+    """What `make()` returns, kept pickled under `key` (memory, then disk); a fresh object every call.
+
+    A stored blob that does not unpickle to `kind` (torn, foreign) is a miss and is replaced.
+    """
+    if (blob := _stored(key)) is not None:
+        try:
+            found = pickle.loads(blob)
+        except Exception:  # a torn or unreadable file is a miss, not an error
+            found = None
+        if isinstance(found, kind):
+            _memory[key] = blob
+            return found
+    made = make()
+    try:
+        blob = pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # something in it does not pickle: only slower, never an error
+        return made
     _memory[key] = blob
-    return blob
+    if CACHE_DIR:
+        _store(CACHE_DIR / f"{key}.pickle", blob)
+    return made
 
 
 def parse(text: str) -> DictConfig | ListConfig:
     """OmegaConf.load of this YAML text, a fresh object each call (Hydra mutates what it loads)."""
-    return pickle.loads(_blob(text))
+    return cached(cache_key(text), lambda: OmegaConf.load(io.StringIO(text)), (DictConfig, ListConfig))
 
 
 def _result(source: ConfigSource, text: str) -> ConfigResult:
@@ -118,11 +135,18 @@ class CachedFileConfigSource(FileConfigSource):
     def scheme() -> str:
         return "cachedfile"
 
-    def load_config(self, config_path: str) -> ConfigResult:
+    def text(self, config_path: str) -> str:
         full_path = os.path.realpath(os.path.join(self.path, self._normalize_file_name(config_path)))
         if not os.path.exists(full_path):
             raise ConfigLoadError(f"Config not found : {full_path}")
-        return _result(self, Path(full_path).read_text(encoding="utf-8"))
+        return Path(full_path).read_text(encoding="utf-8")
+
+    def content_digest(self, config_path: str) -> str:
+        """What merge_cache keys this config on: its text (and the stack's versions)."""
+        return cache_key(self.text(config_path))
+
+    def load_config(self, config_path: str) -> ConfigResult:
+        return _result(self, self.text(config_path))
 
 
 class CachedPackageConfigSource(ImportlibResourcesConfigSource):
@@ -132,14 +156,20 @@ class CachedPackageConfigSource(ImportlibResourcesConfigSource):
     def scheme() -> str:
         return "cachedpkg"
 
-    def load_config(self, config_path: str) -> ConfigResult:
+    def text(self, config_path: str) -> str:
         from importlib import resources
 
         normalized = self._normalize_file_name(config_path)
         res = resources.files(self.path).joinpath(normalized)
         if not res.exists():
             raise ConfigLoadError(f"Config not found : {normalized}")
-        return _result(self, res.read_bytes().decode("utf-8"))
+        return res.read_bytes().decode("utf-8")
+
+    def content_digest(self, config_path: str) -> str:
+        return cache_key(self.text(config_path))
+
+    def load_config(self, config_path: str) -> ConfigResult:
+        return _result(self, self.text(config_path))
 
 
 _CACHED = {"file": CachedFileConfigSource.scheme(), "pkg": CachedPackageConfigSource.scheme()}

@@ -8,6 +8,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from functools import lru_cache
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -53,6 +54,7 @@ def name_words(name: str) -> list[str]:
     return [w.upper() for w in _WORD.findall(name)]
 
 
+@lru_cache(maxsize=4096)  # asked for every env name and string value of every config
 def looks_secret(name: str) -> bool:
     """True for WANDB_API_KEY, HF_TOKEN, db_password, GITHUB_PAT, apiKey; False for HF_TOKEN_PATH, *_FILE, *_DIR."""
     words = name_words(name)

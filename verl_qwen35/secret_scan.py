@@ -8,6 +8,7 @@ A finding names the key and the variable, never the value.
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from hydra.core.override_parser.types import Override
@@ -35,28 +36,40 @@ ADVICE = (
 )
 
 
+@lru_cache(maxsize=4096)  # a config has ~1,500 keys, the same in every sweep job
 def config_key_looks_secret(key: str) -> bool:
     words = name_words(key)
     return bool(words) and (words[-1] in _KEY_LAST_WORDS or " ".join(words[-2:]) in _KEY_ENDINGS)
 
 
+def _is_env_container(path: str) -> bool:
+    """True when the mapping at `path` holds environment variables (its keys are variable names)."""
+    return any(path == c or path.endswith(f".{c}") for c in ENV_CONTAINERS)
+
+
 def _in_env_container(path: str) -> bool:
-    parent = path.rsplit(".", 1)[0] if "." in path else ""
-    return any(parent == c or parent.endswith(f".{c}") for c in ENV_CONTAINERS)
+    return _is_env_container(path.rsplit(".", 1)[0] if "." in path else "")
 
 
-def findings(path: str, value: Any, shell: Mapping[str, str]) -> Iterator[tuple[str, str]]:
-    """(key, why) for every secret under `path`; `value` is a plain value, dict or list."""
+def findings(path: str, value: Any, shell: Mapping[str, str], in_env: bool | None = None) -> Iterator[tuple[str, str]]:
+    """(key, why) for every secret under `path`; `value` is a plain value, dict or list.
+
+    `in_env` says whether `path` is a variable of an env mapping; callers leave it out (it is
+    worked out from `path`), the walk passes it down so a config is not re-parsed per leaf.
+    """
+    if in_env is None:
+        in_env = _in_env_container(path)
     if isinstance(value, Mapping):
+        children_in_env = _is_env_container(path)
         for key, child in value.items():
-            yield from findings(f"{path}.{key}" if path else str(key), child, shell)
+            yield from findings(f"{path}.{key}" if path else str(key), child, shell, children_in_env)
         return
     if isinstance(value, list | tuple):
         for child in value:
-            yield from findings(path, child, shell)
+            yield from findings(path, child, shell, in_env)
         return
     name = path.rsplit(".", 1)[-1]
-    if _in_env_container(path) and looks_secret(name):
+    if in_env and looks_secret(name):
         yield path, f"{name} looks like a secret variable"
     elif isinstance(value, str) and value and config_key_looks_secret(name) and not _ENV_READ.search(value):
         yield path, f"{name} looks like a key for a secret"

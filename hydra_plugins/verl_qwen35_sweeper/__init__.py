@@ -5,6 +5,9 @@ then Hydra's basic launcher composes each again to run it; Hydra's own comment o
 exists for launchers that run jobs in another process or machine. With the in-process basic
 launcher this sweeper hands the launcher the very config the check composed (each used once, for
 the same overrides and sweep config); with any other launcher it behaves exactly as BasicSweeper.
+
+During the batch check, jobs with the same group choices share one defaults list (see
+shared_composition.py); value overrides and validation stay per job.
 Selected in conf/config.yaml (`override hydra/sweeper: verl_qwen35`); Hydra finds it here because
 plugins live in the `hydra_plugins` namespace package.
 """
@@ -16,6 +19,8 @@ from hydra._internal.core_plugins.basic_launcher import BasicLauncher
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig
+
+from hydra_plugins.verl_qwen35_sweeper.shared_composition import defaults_lists_shared
 
 
 class _ComposedOnce:
@@ -45,7 +50,8 @@ class ComposeOnceSweeper(BasicSweeper):
 
     def validate_batch_is_legal(self, batch: Sequence[Sequence[str]]) -> None:
         keep = type(self.launcher) is BasicLauncher
-        for overrides in batch:
-            composed = self.composed.loader.load_sweep_config(self.config, list(overrides))
-            if keep:
-                self.composed.ready[(id(self.config), tuple(overrides))] = composed
+        with defaults_lists_shared():
+            for overrides in batch:
+                composed = self.composed.loader.load_sweep_config(self.config, list(overrides))
+                if keep:
+                    self.composed.ready[(id(self.config), tuple(overrides))] = composed
