@@ -117,9 +117,27 @@ def test_a_local_directory_without_config_json_is_refused_in_every_mode(tmp_path
     assert problem.message == f"{tmp_path / 'w'} has no config.json; is it a Hugging Face model directory?"
 
 
-@pytest.mark.parametrize("field", list(ARCH_FIELDS))
+# HF config.json (text_config) field -> model fact; stated here so that a field dropped from files.py fails.
+HF_FACTS = {
+    "num_hidden_layers": "num_layers",
+    "hidden_size": "hidden_size",
+    "num_attention_heads": "num_attention_heads",
+    "num_key_value_heads": "num_key_value_heads",
+    "num_experts": "num_experts",
+    "num_experts_per_tok": "num_experts_per_tok",
+    "moe_intermediate_size": "moe_intermediate_size",
+    "linear_num_key_heads": "linear_num_key_heads",
+    "linear_num_value_heads": "linear_num_value_heads",
+}
+
+
+def test_the_compared_fields_here_are_files_pys():
+    assert HF_FACTS == ARCH_FIELDS
+
+
+@pytest.mark.parametrize("field", list(HF_FACTS))
 def test_each_architecture_field_of_config_json_is_compared_with_the_preset(tmp_path, field):
-    facts = {name: _35b().model[fact] for name, fact in ARCH_FIELDS.items()}
+    facts = {name: _35b().model[fact] for name, fact in HF_FACTS.items()}
     weights = write_model_dir(tmp_path / "w", **{**facts, field: facts[field] + 1})
     (problem,) = model_path_problems(_pointed_at(weights), missing="warning")  # the files exist: an error anyway
     assert problem.level == "error" and problem.keys == ("actor_rollout_ref.model.path", "model")

@@ -109,7 +109,28 @@ def plain_verl():
     return cfg
 
 
-@pytest.mark.parametrize("key", [*PLAIN_VERL_PATCH_KEYS, *PARALLEL_KEYS])
+# Stated here, not imported: a key dropped from parity.py's lists must fail its case, not lose it.
+PLAIN_VERL_COMPARED = [
+    "use_mbridge",
+    "vanilla_mbridge",
+    "use_remove_padding",
+    "dtype",
+    "param_offload",
+    "override_transformer_config",
+    "tensor_model_parallel_size",
+    "pipeline_model_parallel_size",
+    "virtual_pipeline_model_parallel_size",
+    "context_parallel_size",
+    "expert_model_parallel_size",
+    "expert_tensor_parallel_size",
+]
+
+
+def test_the_plain_verl_list_is_parity_pys():
+    assert sorted(PLAIN_VERL_COMPARED) == sorted([*PLAIN_VERL_PATCH_KEYS, *PARALLEL_KEYS])
+
+
+@pytest.mark.parametrize("key", PLAIN_VERL_COMPARED)
 def test_a_plain_verl_config_compares_every_patched_key_between_actor_and_ref(key):
     cfg = copy.deepcopy(plain_verl())
     value = OmegaConf.to_container(cfg, resolve=True)["actor_rollout_ref"]["actor"]["megatron"].get(key)
