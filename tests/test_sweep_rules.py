@@ -49,7 +49,8 @@ def multirun(tmp_path, monkeypatch):
 
 
 def test_a_sweep_with_one_refused_job_exits_2_and_tabulates_every_job(multirun, tmp_path, capsys):
-    code, out, rows = multirun("model=35b", "device=gpu", "parallel.tp=2,3", capsys=capsys)
+    missing = "data.train_files=/nonexistent/train.parquet"  # a dry run's warning, recorded in the verdict
+    code, out, rows = multirun("model=35b", "device=gpu", "parallel.tp=2,3", missing, capsys=capsys)
     assert code == 2
     assert "sweep: 2 job(s), 1 valid, 1 refused" in out
     assert [(r["job"], r["parallel.tp"], r["valid"], r["status"]) for r in rows] == [
@@ -63,6 +64,8 @@ def test_a_sweep_with_one_refused_job_exits_2_and_tabulates_every_job(multirun, 
     assert [v["valid"] for v in verdicts] == [True, False]
     assert verdicts[1]["errors"][0]["keys"][0].startswith("parallel.tp")
     assert verdicts[0]["mode"] == "dry" and "parallel.tp=2" in verdicts[0]["overrides"]
+    (warned,) = [w for w in verdicts[0]["warnings"] if w["keys"] == ["data.train_files"]]
+    assert warned["message"].startswith("/nonexistent/train.parquet does not exist; prepare it with")
     assert json.loads((tmp_path / "sweep" / "summary.json").read_text())[1]["valid"] is False
 
 
