@@ -182,7 +182,8 @@ def test_outside_any_hydra_run_there_is_no_multirun(monkeypatch):
 def test_a_cluster_job_id_is_added_to_the_jobs_verdict(tmp_path):
     (tmp_path / VERDICT).write_text(json.dumps({"job": 0, "status": "ok"}, indent=2))
     sweep.note_job_id(str(tmp_path), "12345")
-    assert json.loads((tmp_path / VERDICT).read_text()) == {"job": 0, "status": "ok", "job_id": "12345"}
+    text = (tmp_path / VERDICT).read_text()
+    assert text == json.dumps({"job": 0, "status": "ok", "job_id": "12345"}, indent=2), "indented as written"
 
 
 def test_each_jobs_verdict_is_indented_for_people(multirun, tmp_path, capsys):
@@ -312,7 +313,7 @@ def test_a_job_that_raises_is_failed_user_mistakes_with_their_answer_bugs_with_a
 
     sweep.guarded_job(mistake, str(output_dir), "dry")
     assert _job_verdict(tmp_path, 0)["errors"][0]["message"] == "parallel.tp=4: not a divisor; use 2"
-    assert not (output_dir / sweep.ERROR_LOG).exists()
+    assert not (output_dir / "error.log").exists()
 
     def bug() -> None:
         raise RuntimeError("boom")
@@ -320,8 +321,8 @@ def test_a_job_that_raises_is_failed_user_mistakes_with_their_answer_bugs_with_a
     sweep.guarded_job(bug, str(output_dir), "dry")
     record = _job_verdict(tmp_path, 0)
     assert record["status"] == "failed"
-    assert record["errors"][0]["message"] == f"RuntimeError: boom (traceback in {output_dir / sweep.ERROR_LOG})"
-    assert "Traceback" in (output_dir / sweep.ERROR_LOG).read_text() and "boom" in capsys.readouterr().err
+    assert record["errors"][0]["message"] == f"RuntimeError: boom (traceback in {output_dir / 'error.log'})"
+    assert "Traceback" in (output_dir / "error.log").read_text() and "boom" in capsys.readouterr().err
 
 
 def test_ctrl_c_before_any_job_wrote_its_directory_still_writes_the_summary(tmp_path, monkeypatch, capsys):
@@ -356,3 +357,16 @@ def test_a_single_run_writes_its_verdict_as_job_0_of_no_sweep(tmp_path, monkeypa
     record = json.loads((tmp_path / "run" / VERDICT).read_text())
     assert (record["job"], record["sweep_id"], record["status"], record["valid"]) == (0, None, "ok", True)
     assert record["overrides"][-2:] == ["parallel.tp=4", "dry_run=true"]
+
+
+def test_a_jobs_run_name_tag_is_its_sweep_directory_and_number(sweep_job, tmp_path):
+    """trainer.experiment_name gets `<day>_<time-tag>_job<N>` (app.separate_sweep_job): unique across sweeps."""
+    sweep_job(1, "model=35b", "parallel.tp=2,4", sweep_dir=tmp_path / "multirun" / "2026-11-30" / "10-00-00 ab")
+    assert sweep.job_tag() == "2026-11-30_10-00-00_ab_job1"
+
+
+def test_a_verdict_given_status_ok_is_valid_and_any_other_status_is_not(sweep_job, tmp_path):
+    sweep_job(0, "model=35b", "parallel.tp=2,4", sweep_dir=tmp_path)
+    for status, valid in (("ok", True), (None, True), ("failed", False), ("running", False)):
+        sweep.write_verdict(str(tmp_path), "dry", [], status=status)
+        assert json.loads((tmp_path / VERDICT).read_text())["valid"] is valid, status
