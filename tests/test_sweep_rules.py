@@ -370,3 +370,11 @@ def test_a_verdict_given_status_ok_is_valid_and_any_other_status_is_not(sweep_jo
     for status, valid in (("ok", True), (None, True), ("failed", False), ("running", False)):
         sweep.write_verdict(str(tmp_path), "dry", [], status=status)
         assert json.loads((tmp_path / VERDICT).read_text())["valid"] is valid, status
+
+
+def test_unreadable_verdicts_alone_make_an_empty_summary(tmp_path):
+    """A job killed mid-write leaves broken JSON; a `verdict.json` that cannot be read at all is skipped too."""
+    (tmp_path / "0").mkdir()
+    (tmp_path / "0" / VERDICT).write_text('{"job": 0, "sta')
+    (tmp_path / "1" / VERDICT).mkdir(parents=True)  # reading it raises IsADirectoryError, an OSError
+    assert summarize(tmp_path, "this") == [] and summarize(tmp_path) == []
