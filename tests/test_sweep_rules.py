@@ -378,3 +378,31 @@ def test_unreadable_verdicts_alone_make_an_empty_summary(tmp_path):
     (tmp_path / "0" / VERDICT).write_text('{"job": 0, "sta')
     (tmp_path / "1" / VERDICT).mkdir(parents=True)  # reading it raises IsADirectoryError, an OSError
     assert summarize(tmp_path, "this") == [] and summarize(tmp_path) == []
+
+
+def test_a_submitted_sweep_has_a_job_id_column_empty_where_a_job_was_not_submitted(tmp_path):
+    _verdict(tmp_path, 0, ["parallel.tp=2"])
+    _verdict(tmp_path, 1, ["parallel.tp=4"])
+    sweep.note_job_id(str(tmp_path / "0"), "4242")
+    rows = summarize(tmp_path, "this")
+    assert [(r["job_id"], r["status"]) for r in rows] == [("4242", "ok"), ("", "ok")]
+    assert list(rows[0]) == ["job", "parallel.tp", "valid", "memory_gib", "job_id", "status", "reason"]
+
+
+def test_a_verdict_without_a_status_is_ok_when_valid_else_refused(tmp_path):
+    """Verdicts written before `status` existed (an older sweep directory) still summarize."""
+    for job, valid in ((0, True), (1, False)):
+        (tmp_path / str(job)).mkdir()
+        record = {"job": job, "sweep_id": "this", "overrides": [f"parallel.tp={job}"], "valid": valid, "errors": []}
+        (tmp_path / str(job) / VERDICT).write_text(json.dumps(record))
+    assert [r["status"] for r in summarize(tmp_path, "this")] == ["ok", "refused"]
+
+
+def test_the_table_cuts_cells_at_100_characters_by_default():
+    (_, _, row) = table([{"job": 0, "reason": "r" * 150}]).splitlines()
+    assert row == "0    " + "r" * 100
+
+
+def test_a_sweep_with_no_verdicts_writes_no_summary(tmp_path, capsys):
+    assert write_summary(ActiveSweep(tmp_path / "never", "this")) == []
+    assert not (tmp_path / "never").exists() and capsys.readouterr().out == ""
