@@ -142,6 +142,7 @@ def test_write_summary_counts_each_status_and_the_callback_exits_2_unless_all_ok
     assert "sweep: 3 job(s), 1 valid, 1 refused, 1 failed" in out
     assert [r["status"] for r in rows] == ["ok", "refused", "failed"]
     assert list(csv.DictReader((tmp_path / "summary.csv").open()))[2]["status"] == "failed"
+    assert (tmp_path / "summary.json").read_text() == json.dumps(rows, indent=2), "indented for people"
     config = {"hydra": {"sweep": {"dir": str(tmp_path)}}}
     sweep._ACTIVE = ActiveSweep(tmp_path, "this")
     with pytest.raises(SystemExit) as stop:
