@@ -140,6 +140,7 @@ def test_write_summary_counts_each_status_and_the_callback_exits_2_unless_all_ok
     rows = write_summary(ActiveSweep(tmp_path, "this"))
     out = capsys.readouterr().out
     assert "sweep: 3 job(s), 1 valid, 1 refused, 1 failed" in out
+    assert f"{table(rows)}\nsaved: {tmp_path / 'summary.csv'} and summary.json\n" in out
     assert [r["status"] for r in rows] == ["ok", "refused", "failed"]
     assert list(csv.DictReader((tmp_path / "summary.csv").open()))[2]["status"] == "failed"
     assert (tmp_path / "summary.json").read_text() == json.dumps(rows, indent=2), "indented for people"
@@ -164,8 +165,14 @@ def test_ctrl_c_marks_this_sweeps_running_jobs_interrupted_and_writes_the_summar
     )
     sweep.interrupted()
     assert sweep._ACTIVE is None
-    one = json.loads((tmp_path / "1" / VERDICT).read_text())
-    assert (one["status"], one["valid"], one["errors"][0]["message"]) == ("interrupted", False, "stopped by Ctrl-C")
+    text = (tmp_path / "1" / VERDICT).read_text()
+    one = json.loads(text)
+    assert (one["status"], one["valid"], one["errors"]) == (
+        "interrupted",
+        False,
+        [{"keys": ["job"], "message": "stopped by Ctrl-C"}],
+    )
+    assert text == json.dumps(one, indent=2), "indented for people"
     assert json.loads((tmp_path / "2" / VERDICT).read_text())["status"] == "running", "another sweep's job was touched"
     out = capsys.readouterr().out
     assert "1 interrupted" in out and "1 not run" in out and "sweep interrupted: 1 job(s) finished" in out
