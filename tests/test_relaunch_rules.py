@@ -45,6 +45,23 @@ def test_a_recorded_run_is_launched_with_its_recorded_environment(tmp_path, monk
     assert cfg.actor_rollout_ref.actor.megatron.tensor_model_parallel_size == 2
     err = capsys.readouterr().err
     assert f"relaunch: resuming from {cfg.trainer.default_local_dir}" in err
+    assert cfg.trainer.nnodes == 1 and "checkpoints must be on storage" not in err  # one node: nothing to share
+
+
+def test_a_multi_node_record_warns_that_its_checkpoints_need_shared_storage(tmp_path, monkeypatch, launches, capsys):
+    monkeypatch.chdir(tmp_path)
+    no_machine_checks = ["launch_checks.stack=false", "launch_checks.devices=false"]
+    cfg = compose(["model=122b", "device=npu", *write_geo3k_stub(tmp_path / "data"), *no_machine_checks])
+    OmegaConf.resolve(cfg)
+    run_dir = write_launch_file(cfg, tmp_path).parent
+    capsys.readouterr()
+    assert relaunch_module.main([str(run_dir)]) == 0 and len(launches) == 1
+    err = capsys.readouterr().err
+    assert cfg.trainer.nnodes == 4
+    assert (
+        f"WARNING [trainer.default_local_dir] {cfg.trainer.default_local_dir}: with 4 nodes, checkpoints must be "
+        "on storage every node sees"
+    ) in err
 
 
 def test_the_launch_file_itself_may_be_given(tmp_path, monkeypatch, launches):
