@@ -184,3 +184,13 @@ def test_full_dry_run_runs_verls_validate_config(tmp_path):
 def test_an_unknown_dry_run_mode_is_refused(tmp_path):
     run = run_entry(tmp_path, "device=gpu", "dry_run=maybe")
     assert run.returncode == 2 and "dry_run='maybe': use dry_run=false (launch), true or full" in run.stderr
+
+
+def test_without_pyarrow_an_existing_data_file_is_a_warning_not_a_refusal(tmp_path, monkeypatch):
+    """A config-only install has no pyarrow (verl's runtime brings it): the columns go unchecked, with a
+    warning; `sys.modules[name] = None` is how Python marks a package as not importable (find_spec: None)."""
+    train, val = write_parquet(tmp_path / "train.parquet"), write_parquet(tmp_path / "test.parquet")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    found = data_problems(cfg_with(tmp_path, train, val), missing="error")
+    assert [(p.level, p.keys) for p in found] == [("warning", ("data.train_files",)), ("warning", ("data.val_files",))]
+    assert found[0].message == f"pyarrow is not installed here: the columns of {train} are not checked"

@@ -7,6 +7,7 @@ same rules through `preflight` on whole configs.
 """
 
 import copy
+import dataclasses
 import math
 from functools import cache
 
@@ -152,6 +153,19 @@ def test_log_prob_micro_batch_unset_is_refused_per_side():
         }
     )
     assert not [p for p in batch_problems(cfg, _layout(cfg), uses_reference(cfg)) if "log_prob" in p.keys[0]]
+
+
+@pytest.mark.parametrize("side", ["rollout", "ref"])
+def test_a_log_prob_micro_batch_the_interleaved_schedule_refuses_is_refused_per_side(side):
+    """pp=2, vpp=2, DP=2: 160 sequences in log-prob micro-batches of 16 are 5 per rank, a last group of 1 < pp."""
+    cfg = config(**{f"actor_rollout_ref.{side}.log_prob_micro_batch_size_per_gpu": 16})
+    lo = dataclasses.replace(Layout.of(cfg), pp=2, vpp=2)  # 8 devices, tp=2: DP=2
+    key = f"actor_rollout_ref.{side}.log_prob_micro_batch_size_per_gpu"
+    (problem,) = batch_problems(cfg, lo, uses_reference(cfg))  # training's 80 micro-batches a rank are fine
+    assert problem.keys == (key, KEYS["vpp"], "megatron.override_transformer_config.microbatch_group_size_per_vp_stage")
+    assert problem.message.startswith("log-prob pass: 5 micro-batches leave a last group of 1 < pp=2")
+    cfg = config(**{f"actor_rollout_ref.{side}.log_prob_micro_batch_size_per_gpu": 20})  # 4 a rank: 2 groups
+    assert batch_problems(cfg, lo, uses_reference(cfg)) == []
 
 
 # --- values.py: every number is an integer of the right sign (or null where allowed) ------------------
@@ -423,6 +437,13 @@ def test_preflight_refuses_a_layout_that_does_not_fit_memory():
     (memory,) = [p for p in _preflight(**{"hardware.device_memory_gib": 32}) if "hardware.device_memory_gib" in p.keys]
     assert memory.level == "error" and memory.message.startswith("training needs ")
     assert "GiB of 32 GiB" in memory.message and "more model parallelism" in memory.message
+
+
+def test_preflight_without_a_level_treats_a_missing_file_as_an_error():
+    """The default of `machine_missing` is the launch's: a missing data file refuses."""
+    cfg = config(**{"data.train_files": "/nonexistent/train.parquet"})
+    (missing,) = [p for p in preflight(cfg) if p.keys == ("data.train_files",)]
+    assert missing.level == "error"
 
 
 @pytest.mark.parametrize(
