@@ -426,6 +426,22 @@ def test_rollout_expert_parallel_is_1_or_tp_times_dp(gen_ep, refused):
         assert f"rollout expert_parallel_size={gen_ep} must equal rollout tp*dp=8 (or be 1)" in found[0].message
 
 
+GEN_KEYS = {"gen_dp": "data_parallel_size", "gen_pp": "pipeline_model_parallel_size", "gen_ep": "expert_parallel_size"}
+
+
+@pytest.mark.parametrize("field", sorted(GEN_KEYS))
+def test_a_null_or_absent_rollout_size_is_verls_default_1_and_0_stays_0(field):
+    """verl/trainer/config/rollout/rollout.yaml: 1 each; 0 is kept for positive_problems to refuse."""
+    key = f"actor_rollout_ref.rollout.{GEN_KEYS[field]}"
+    assert getattr(Layout.of(config(**{key: None})), field) == 1
+    absent = config()
+    with open_dict(absent):
+        del absent.actor_rollout_ref.rollout[GEN_KEYS[field]]
+    assert getattr(Layout.of(absent), field) == 1
+    assert getattr(Layout.of(config(**{key: 3})), field) == 3
+    assert getattr(Layout.of(config(**{key: 0})), field) == 0
+
+
 # --- checks/__init__.py: preflight runs every family -------------------------------------------------------
 
 
