@@ -106,3 +106,23 @@ def test_patch_values_name_their_key_and_what_verl_takes():
         ("error", ("megatron.dtype",), "='fp8': verl's Megatron engine takes one of ('bfloat16', 'float16')"),
     ]
     assert patch_value_problems(compose(["model=35b", "device=gpu", "megatron.dtype=float16"])) == []
+
+
+def test_without_megatron_core_the_ascend_images_0_16_is_assumed_and_said(monkeypatch):
+    """A config-only install has no megatron-core. importlib.metadata finds distributions on sys.path, so
+    without site-packages on it megatron-core is not installed as far as installed_mcore() can tell."""
+    from verl_qwen35.checks.megatron_keys import installed_mcore, mcore_in_use
+
+    cfg = compose(["model=35b", "device=gpu", "+megatron.override_transformer_config.recompute_granularty=full"])
+    assert mcore_in_use() == ((0, 16), "0.16 (installed)")  # megatron-core 0.16.1 in both venvs
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if "site-packages" not in p])
+    installed_mcore.cache_clear()
+    try:
+        assert installed_mcore() is None
+        assert mcore_in_use() == ((0, 16), "0.16 (assumed: megatron-core is not installed here)")
+        (typo,) = override_key_problems(cfg, "gpu")
+        assert typo.message.startswith(
+            "is not a field of megatron-core 0.16 (assumed: megatron-core is not installed here) TransformerConfig"
+        )
+    finally:
+        installed_mcore.cache_clear()  # read again with the real sys.path by the next caller

@@ -16,7 +16,7 @@ from omegaconf import OmegaConf, open_dict
 
 from verl_qwen35.checks import bad_value_problems, device_of, preflight
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
-from verl_qwen35.checks.layout import KEYS, Layout, sequence_parallel_problems
+from verl_qwen35.checks.layout import KEYS, Layout, layers_per_stage, sequence_parallel_problems
 from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_column, memory_lines, memory_problems
 from verl_qwen35.checks.pipeline import Split, chunk_layers, split_problems, stage_layers
 from verl_qwen35.checks.problem import divisors
@@ -656,6 +656,23 @@ def test_layers_per_stage_and_per_model_chunk_follow_megatrons_split(pp, vpp, sp
     """transformer_block.py get_num_layers_to_build: what the plan prints and the estimate counts (40 layers)."""
     assert stage_layers(40, pp, vpp, split) == stages
     assert chunk_layers(40, pp, vpp, split) == chunks
+
+
+def test_the_plans_layers_per_stage_is_megatrons_split_or_says_the_split_is_invalid():
+    cfg = config()  # 40 layers
+    lo = Layout.of(cfg)
+    assert layers_per_stage(dataclasses.replace(lo, pp=2, vpp=2), cfg.model) == "20 (2 chunks of 10)"
+    assert layers_per_stage(dataclasses.replace(lo, pp=3), cfg.model, Split(first=12)) == "first 12, middle 14, last 14"
+    assert layers_per_stage(dataclasses.replace(lo, pp=3), cfg.model) == "invalid split"  # 40 % 3
+
+
+@pytest.mark.parametrize(
+    ("nnodes", "etp", "ep", "pp", "expert_dp"), [(4, 1, 8, 2, 4), (4, 2, 4, 2, 4), (1, 1, 16, 1, 1)]
+)
+def test_expert_data_parallel_is_world_over_etp_ep_pp(nnodes, etp, ep, pp, expert_dp):
+    """megatron-core parallel_state.initialize_model_parallel: the expert grid is etp x ep x dp x pp."""
+    lo = dataclasses.replace(Layout.of(config()), nnodes=nnodes, devices_per_node=16, etp=etp, ep=ep, pp=pp)
+    assert lo.expert_dp == expert_dp
 
 
 def test_divisors_are_every_divisor_up_to_the_limit():
