@@ -537,6 +537,31 @@ def _memory(**changes) -> list[tuple[str, list[str], str]]:
     return [(p.level, [k.split(" ")[0] for k in p.keys], p.message) for p in memory_problems(config(**changes))]
 
 
+@pytest.mark.parametrize(
+    ("changes", "advice"),
+    [
+        ({}, ""),  # the preset offloads the optimizer; the step, not the log-prob pass, is the peak
+        (
+            {"actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_cpu_offload": False},
+            "; offload the optimizer (actor_rollout_ref.actor.optim.override_optimizer_config."
+            "optimizer_cpu_offload=true, optimizer_offload_fraction=1)",
+        ),
+        (  # 32 sequences a log-prob micro-batch: the pass (+ reserved) is exactly the training peak
+            {f"actor_rollout_ref.{side}.log_prob_micro_batch_size_per_gpu": 32 for side in ("rollout", "ref")},
+            "; the log-prob pass is the peak: lower actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu "
+            "(and the ref's)",
+        ),
+    ],
+)
+def test_the_training_refusal_advises_what_would_lower_its_peak(changes, advice):
+    ((level, _, message),) = _memory(**changes, **{DEVICE_CAP: 20})
+    assert level == "error"
+    assert message.endswith(
+        "more model parallelism: parallel.ep (routed experts), parallel.pp (layers), "
+        f"parallel.tp, or more nodes{advice}"
+    )
+
+
 def test_training_memory_is_refused_above_the_device_warned_above_90_percent():
     """Boundaries from the estimate itself (35b on GPU), so they hold however the estimate is refined."""
     need = estimate_of(config()).train_gib
