@@ -675,12 +675,35 @@ def test_vpp_must_divide_each_middle_stage_of_an_uneven_split():
         (4, None, Split(last=4), "first 12, middle 12, last 4", [12, 12, 12, 4]),
         (4, None, Split(first=2, last=2), "first 2, middle 18, last 2", [2, 18, 18, 2]),
         (2, None, Split(first=20, last=20), "first 20, middle 0, last 20", [20, 20]),
+        (2, 2, Split(), "20 (2 chunks of 10)", [10] * 4),  # the smallest pp that interleaves
     ],
 )
 def test_layers_per_stage_and_per_model_chunk_follow_megatrons_split(pp, vpp, split, stages, chunks):
     """transformer_block.py get_num_layers_to_build: what the plan prints and the estimate counts (40 layers)."""
     assert stage_layers(40, pp, vpp, split) == stages
     assert chunk_layers(40, pp, vpp, split) == chunks
+
+
+@pytest.mark.parametrize("pp", [2, 3])
+def test_a_pipeline_layout_whose_stage_count_is_not_a_multiple_of_pp_is_refused(pp):
+    """pipeline_parallel_layer_layout.py: the stages are pp x vpp; 4 stages are a multiple of pp=2 only."""
+    layout = "Et|t|t|tL"
+    found = split_problems(4, pp, None, Split(layout=layout))
+    if pp == 2:
+        assert found == [
+            (
+                ("megatron.override_transformer_config.pipeline_model_parallel_layout", "parallel.vpp"),
+                "has 4 stages = pp 2 x 2 virtual stage(s) but vpp=None; set parallel.vpp=2",
+            )
+        ]
+    else:
+        assert found == [
+            (
+                ("megatron.override_transformer_config.pipeline_model_parallel_layout", "parallel.pp"),
+                "has 4 stages, not a multiple of pp=3",
+            )
+        ]
+    assert split_problems(4, 2, 2, Split(layout=layout)) == []
 
 
 def test_the_plans_layers_per_stage_is_megatrons_split_or_says_the_split_is_invalid():
