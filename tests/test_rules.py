@@ -19,7 +19,7 @@ from verl_qwen35.checks.batches import batch_problems, interleaving_problem, sha
 from verl_qwen35.checks.layout import KEYS, Layout, layers_per_stage, sequence_parallel_problems
 from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_column, memory_lines, memory_problems
 from verl_qwen35.checks.pipeline import Split, chunk_layers, split_problems, stage_layers
-from verl_qwen35.checks.problem import divisors
+from verl_qwen35.checks.problem import Problem, divisors, error
 from verl_qwen35.checks.submit import submit_problems
 from verl_qwen35.checks.transformer import ARCH_FIELDS, ARCH_SWITCHES, mtp_problems, transformer_problems
 from verl_qwen35.compose import compose
@@ -426,6 +426,26 @@ def test_rollout_expert_parallel_is_1_or_tp_times_dp(gen_ep, refused):
         assert f"rollout expert_parallel_size={gen_ep} must equal rollout tp*dp=8 (or be 1)" in found[0].message
 
 
+@pytest.mark.parametrize(("gen_dp", "refused"), [(2, False), (3, True), (6, False)])
+def test_a_rollout_replica_of_more_than_a_node_must_span_whole_nodes(gen_dp, refused):
+    """verl/workers/rollout/replica.py: 3 nodes of 8; tp=4 x dp=3 = 12 devices is 1.5 nodes."""
+    from verl_qwen35.checks.rollout import rollout_problems
+
+    layout = Layout(3, 8, 2, 1, 1, 8, 1, None, gen_tp=4, gen_dp=gen_dp, gen_pp=1, gen_ep=1)
+    found = rollout_problems(layout, _resolved("35b_gpu").model, "vllm")
+    assert bool(found) is refused, [str(p) for p in found]
+    if refused:
+        (problem,) = found
+        assert [k.split(" ")[0] for k in problem.keys] == [
+            "parallel.gen_tp",
+            "parallel.gen_dp",
+            "parallel.devices_per_node",
+        ]
+        assert problem.message.startswith(
+            "a rollout replica spans tp*dp*pp=12 devices, not a whole number of nodes of 8 (verl places replicas"
+        )
+
+
 GEN_KEYS = {"gen_dp": "data_parallel_size", "gen_pp": "pipeline_model_parallel_size", "gen_ep": "expert_parallel_size"}
 
 
@@ -721,6 +741,14 @@ def test_expert_data_parallel_is_world_over_etp_ep_pp(nnodes, etp, ep, pp, exper
     """megatron-core parallel_state.initialize_model_parallel: the expert grid is etp x ep x dp x pp."""
     lo = dataclasses.replace(Layout.of(config()), nnodes=nnodes, devices_per_node=16, etp=etp, ep=ep, pp=pp)
     assert lo.expert_dp == expert_dp
+
+
+def test_a_problem_is_an_immutable_value():
+    """Problems are shared by the report, the plan and the sweep's verdicts: nobody may alter one."""
+    problem = error("parallel.tp", "x")
+    assert problem == Problem("error", ("parallel.tp",), "x") and len({problem, error(("parallel.tp",), "x")}) == 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        problem.level = "warning"
 
 
 def test_divisors_are_every_divisor_up_to_the_limit():
