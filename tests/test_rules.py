@@ -883,6 +883,61 @@ def test_topk_limited_devices_is_refused_beside_group_routing():
     assert not [p for p in _otc_problems({**otc, "moe_router_topk_limited_devices": None}) if key in p.keys]
 
 
+NO_RECOMPUTE = {"recompute_granularity": None, "recompute_method": None, "recompute_num_layers": None}
+
+
+@pytest.mark.parametrize(
+    ("recompute", "refused"),
+    [({}, False), ({"recompute_granularity": "full"}, True), ({"recompute_method": "uniform"}, True)],
+)
+def test_ep_overlap_refuses_full_recompute_and_any_recompute_method(recompute, refused):
+    """megatron-core transformer_config.py: overlap_moe_expert_parallel_comm asserts recompute_granularity
+    != 'full' and recompute_method is None (35b on GPU: pp=1, ep=8, alltoall, so nothing else is missing)."""
+    key = "megatron.override_transformer_config.overlap_moe_expert_parallel_comm"
+    otc = {**NO_RECOMPUTE, **recompute, "overlap_moe_expert_parallel_comm": True}
+    found = [p.message for p in _otc_problems(otc) if key in p.keys]
+    assert found == (["=true needs no full recompute and recompute_method=null"] if refused else [])
+
+
+def test_fp8_param_without_fp8_names_both_keys():
+    otc = "megatron.override_transformer_config"
+    (refused,) = [p for p in _otc_problems({"fp8_param": True}) if f"{otc}.fp8_param" in p.keys]
+    assert refused.keys == (f"{otc}.fp8_param", f"{otc}.fp8")
+    assert refused.message == "fp8_param=true needs fp8 (e4m3 or hybrid)"
+    assert _otc_problems({"fp8_param": True, "fp8": "e4m3"}) == []
+
+
+@pytest.mark.parametrize(("etp", "refused"), [(1, False), (2, True)])
+def test_a_bias_in_moe_layers_needs_expert_tensor_parallel_1(etp, refused):
+    """megatron-core transformer_config.py (add_bias_linear with expert_tensor_parallel_size > 1); Qwen3.5
+    has no bias either way (ARCH_SWITCHES), which is a refusal of its own under the same key."""
+    cfg = config()
+    otc = {**cfg.megatron.override_transformer_config, "add_bias_linear": True}
+    found = transformer_problems(otc, cfg.model, dataclasses.replace(Layout.of(cfg), etp=etp))
+    moe = [p for p in found if p.message.startswith("bias in MoE layers")]
+    assert [(p.keys, p.message) for p in moe] == (
+        [(("megatron.override_transformer_config.add_bias_linear",), "bias in MoE layers needs etp=1 (parallel.etp=2)")]
+        if refused
+        else []
+    )
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_cpu_offloading_counts_megatrons_default_of_0_offloaded_layers(layers):
+    """TransformerConfig.cpu_offloading_num_layers defaults to 0, which is in [0, num_layers) for any model."""
+    cfg = config()
+    otc = {**cfg.megatron.override_transformer_config, **NO_RECOMPUTE, "cpu_offloading": True}
+    arch = OmegaConf.merge(cfg.model, {"num_layers": layers})
+    found = transformer_problems(otc, arch, Layout.of(cfg))
+    assert not [p for p in found if "megatron.override_transformer_config.cpu_offloading_num_layers" in p.keys]
+    (edge,) = [
+        p
+        for p in transformer_problems({**otc, "cpu_offloading_num_layers": layers}, arch, Layout.of(cfg))
+        if "megatron.override_transformer_config.cpu_offloading_num_layers" in p.keys
+    ]
+    assert edge.message == f"={layers} must be in [0, {layers})"
+
+
 @pytest.mark.parametrize("name", ["delay_wgrad_compute", "ep_overlap_early_attn_memory_release"])
 def test_ep_overlap_companions_need_the_overlap_and_name_both_keys(name):
     otc = "megatron.override_transformer_config"
