@@ -938,6 +938,15 @@ def test_cpu_offloading_counts_megatrons_default_of_0_offloaded_layers(layers):
     assert edge.message == f"={layers} must be in [0, {layers})"
 
 
+def test_the_old_cuda_graph_switches_exclude_each_other_and_both_are_named():
+    """megatron-core transformer_config.py: enable_cuda_graph and external_cuda_graph cannot both be true."""
+    otc = "megatron.override_transformer_config"
+    both = {"enable_cuda_graph": True, "external_cuda_graph": True}
+    (refused,) = [p for p in _otc_problems(both) if f"{otc}.enable_cuda_graph" in p.keys]
+    assert refused.keys == (f"{otc}.enable_cuda_graph", f"{otc}.external_cuda_graph")
+    assert refused.message == "enable_cuda_graph and external_cuda_graph exclude each other"
+
+
 @pytest.mark.parametrize("name", ["delay_wgrad_compute", "ep_overlap_early_attn_memory_release"])
 def test_ep_overlap_companions_need_the_overlap_and_name_both_keys(name):
     otc = "megatron.override_transformer_config"
