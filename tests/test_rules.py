@@ -1005,6 +1005,25 @@ def test_token_sum_is_accepted_from_verl_0_9_on():
     assert [p.keys for p in found] == ([] if newer else [("actor_rollout_ref.actor.loss_agg_mode",)])
 
 
+@pytest.mark.parametrize(("installed", "minor", "refused"), [("0.8.0", (0, 8), True), ("0.10.2", (0, 10), False)])
+def test_token_sum_follows_the_verl_version_importlib_metadata_finds(tmp_path, monkeypatch, installed, minor, refused):
+    """A verl distribution's metadata first on sys.path is the one importlib.metadata.version reads."""
+    from verl_qwen35.checks.verl_settings import _verl_minor, verl_setting_problems
+
+    (tmp_path / f"verl-{installed}.dist-info").mkdir()
+    (tmp_path / f"verl-{installed}.dist-info" / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: verl\nVersion: {installed}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _verl_minor.cache_clear()
+    try:
+        assert _verl_minor() == minor
+        found = verl_setting_problems(config(**{"actor_rollout_ref.actor.loss_agg_mode": "token-sum"}))
+        assert [p.keys for p in found] == ([("actor_rollout_ref.actor.loss_agg_mode",)] if refused else [])
+    finally:
+        _verl_minor.cache_clear()  # read again with the real sys.path by the next caller
+
+
 @pytest.mark.parametrize("side", ["actor", "ref"])
 @pytest.mark.parametrize("mode", ["disabled", "R2", "R3"])
 def test_router_replay_modes_of_verl_are_accepted_on_each_side(side, mode):
