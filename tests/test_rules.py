@@ -1024,6 +1024,18 @@ def test_token_sum_follows_the_verl_version_importlib_metadata_finds(tmp_path, m
         _verl_minor.cache_clear()  # read again with the real sys.path by the next caller
 
 
+@pytest.mark.parametrize(("limit", "refused"), [(0, True), (-1, True), (True, True), (None, True), (1, False)])
+def test_dynamic_context_parallel_needs_a_positive_max_seqlen_per_rank(limit, refused):
+    """verl 0.9.1 verl/workers/config/engine.py McoreEngineConfig.__post_init__: an int > 0, not a bool."""
+    from verl_qwen35.checks.verl_settings import verl_setting_problems
+
+    megatron = "actor_rollout_ref.actor.megatron"
+    cfg = config(**{f"{megatron}.dynamic_context_parallel": True, f"{megatron}.max_seqlen_per_dp_cp_rank": limit})
+    found = [(p.keys, p.message) for p in verl_setting_problems(cfg)]
+    message = f"={limit!r}: dynamic_context_parallel needs a positive integer here"
+    assert found == ([(("megatron.max_seqlen_per_dp_cp_rank",), message)] if refused else [])
+
+
 @pytest.mark.parametrize("side", ["actor", "ref"])
 @pytest.mark.parametrize("mode", ["disabled", "R2", "R3"])
 def test_router_replay_modes_of_verl_are_accepted_on_each_side(side, mode):
