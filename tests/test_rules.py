@@ -815,6 +815,34 @@ CHECKPOINT_SWITCHES = {
     "attention_output_gate": True,
 }
 
+# Stated here too: override_transformer_config keys that restate a layout number (parallel.<short>).
+LAYOUT_OVERRIDES = {
+    "tensor_model_parallel_size": "tp",
+    "pipeline_model_parallel_size": "pp",
+    "virtual_pipeline_model_parallel_size": "vpp",
+    "context_parallel_size": "cp",
+    "expert_model_parallel_size": "ep",
+    "expert_tensor_parallel_size": "etp",
+}
+
+
+def test_the_layout_overrides_here_are_transformer_pys():
+    from verl_qwen35.checks.transformer import LAYOUT_FIELDS
+
+    assert LAYOUT_OVERRIDES == LAYOUT_FIELDS
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUT_OVERRIDES))
+def test_a_layout_override_must_equal_the_layout(name):
+    """verl's _build_tf_config applies the override after the engine's sizes: another value replaces the layout."""
+    short, key = LAYOUT_OVERRIDES[name], f"megatron.override_transformer_config.{name}"
+    own = getattr(Layout.of(config()), short)  # 35b on GPU: tp 2, pp 1, vpp null, cp 1, ep 8, etp 1
+    assert not [p for p in _otc_problems({name: own}) if key in p.keys], "the layout's own value passes"
+    other = 2 if own is None else own + 1
+    (wrong,) = [p for p in _otc_problems({name: other}) if key in p.keys]
+    assert wrong.keys == (key, f"parallel.{short}")
+    assert wrong.message.startswith(f"={other} but parallel.{short}={own}: verl applies this override after the layout")
+
 
 def test_the_checkpoint_lists_here_are_transformer_pys():
     assert (CHECKPOINT_FACTS, CHECKPOINT_SWITCHES) == (ARCH_FIELDS, ARCH_SWITCHES)
