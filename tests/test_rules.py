@@ -844,6 +844,23 @@ def test_a_layout_override_must_equal_the_layout(name):
     assert wrong.message.startswith(f"={other} but parallel.{short}={own}: verl applies this override after the layout")
 
 
+# megatron-core 0.16.1 transformer_config.py __post_init__ `allowed_modules` of selective recompute, restated.
+SELECTIVE_RECOMPUTE = ("core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts")
+
+
+@pytest.mark.parametrize("module", SELECTIVE_RECOMPUTE)
+def test_every_selective_recompute_module_of_megatron_is_known_and_others_are_refused(module):
+    key = "megatron.override_transformer_config.recompute_modules"
+    otc = {**NO_RECOMPUTE, "recompute_granularity": "selective"}
+
+    def unknown(modules: list[str]) -> list[str]:  # the modules' own needs (moe_act, mla_up_proj) aside
+        found = _otc_problems({**otc, "recompute_modules": modules})
+        return [p.message for p in found if p.keys == (key,) and " not in " in p.message]
+
+    assert unknown([module]) == []
+    assert unknown([module, "attention"]) == [f"['attention'] not in {list(SELECTIVE_RECOMPUTE)}"]
+
+
 def test_the_checkpoint_lists_here_are_transformer_pys():
     assert (CHECKPOINT_FACTS, CHECKPOINT_SWITCHES) == (ARCH_FIELDS, ARCH_SWITCHES)
 
