@@ -515,6 +515,17 @@ def test_bad_value_problems_reads_the_override_config_itself_when_not_given_one(
     assert wrong.message == "='high' is of type str; megatron-core expects float or list"
 
 
+@pytest.mark.parametrize(("value", "refused"), [(1, False), (0.1, False), (True, True), ("1", True)])
+def test_a_float_field_takes_an_int_as_megatron_does_but_not_a_bool(value, refused):
+    """attention_dropout is a float field; Python (and the dataclass) takes 1 where 1.0 is meant."""
+    from verl_qwen35.checks.megatron_keys import field_spec
+    from verl_qwen35.checks.transformer import type_problems
+
+    found = [p.message for p in type_problems({"attention_dropout": value}, field_spec())]
+    kind = {True: "bool", "1": "str"}.get(value)
+    assert found == ([f"={value!r} is of type {kind}; megatron-core expects float"] if refused else [])
+
+
 @pytest.mark.parametrize(("preset", "device", "resource"), [("35b_gpu", "gpu", "GPU"), ("35b_npu", "npu", "NPU")])
 def test_device_of_names_the_device_as_the_machine_checks_and_ray_know_it(preset, device, resource):
     assert device_of(config(preset)) == device
@@ -950,6 +961,24 @@ def test_fp8_param_without_fp8_names_both_keys():
     assert refused.keys == (f"{otc}.fp8_param", f"{otc}.fp8")
     assert refused.message == "fp8_param=true needs fp8 (e4m3 or hybrid)"
     assert _otc_problems({"fp8_param": True, "fp8": "e4m3"}) == []
+
+
+def test_fp4_param_without_fp4_names_both_keys():
+    otc = "megatron.override_transformer_config"
+    (refused,) = [p for p in _otc_problems({"fp4_param": True}) if f"{otc}.fp4_param" in p.keys]
+    assert refused.keys == (f"{otc}.fp4_param", f"{otc}.fp4")
+    assert refused.message == "fp4_param=true needs fp4=e2m1"
+    assert not [p for p in _otc_problems({"fp4_param": True, "fp4": "e2m1"}) if f"{otc}.fp4_param" in p.keys]
+
+
+def test_fine_grained_activation_offloading_excludes_cpu_offloading_and_names_both():
+    otc = "megatron.override_transformer_config"
+    both = {**NO_RECOMPUTE, "fine_grained_activation_offloading": True, "cpu_offloading": True}
+    (refused,) = [p for p in _otc_problems(both) if f"{otc}.fine_grained_activation_offloading" in p.keys]
+    assert refused.keys == (f"{otc}.fine_grained_activation_offloading", f"{otc}.cpu_offloading")
+    assert refused.message == "cannot be combined with cpu_offloading"
+    alone = {**both, "cpu_offloading": False}
+    assert not [p for p in _otc_problems(alone) if f"{otc}.fine_grained_activation_offloading" in p.keys]
 
 
 @pytest.mark.parametrize(("etp", "refused"), [(1, False), (2, True)])
