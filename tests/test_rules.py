@@ -981,6 +981,53 @@ def test_fine_grained_activation_offloading_excludes_cpu_offloading_and_names_bo
     assert not [p for p in _otc_problems(alone) if f"{otc}.fine_grained_activation_offloading" in p.keys]
 
 
+DROP_AND_PAD = {"moe_expert_capacity_factor": 1.0, "moe_pad_expert_input_to_capacity": True}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"cuda_graph_impl": "local", "cuda_graph_scope": ["attn"]}, []),
+        ({"cuda_graph_impl": "local", "cuda_graph_scope": ["moe"], **DROP_AND_PAD}, []),
+        (
+            {"cuda_graph_impl": "local", "cuda_graph_scope": ["moe", "moe_router"], **DROP_AND_PAD},
+            [(("cuda_graph_scope",), "cannot contain both moe and moe_router")],
+        ),
+        (
+            {"cuda_graph_impl": "transformer_engine", "cuda_graph_scope": ["moe_preprocess"]},
+            [(("cuda_graph_scope",), "moe_preprocess needs moe_router")],
+        ),
+        ({"cuda_graph_impl": "transformer_engine", "cuda_graph_scope": ["moe_router", "moe_preprocess"]}, []),
+        ({"cuda_graph_impl": "local", "cuda_graph_scope": ["moe_preprocess"]}, []),  # local adds moe_router
+        (
+            {"cuda_graph_impl": "local", "cuda_graph_scope": ["attn"], "cpu_offloading": True},
+            [(("cuda_graph_impl", "cpu_offloading"), "CUDA graphs do not work with cpu_offloading")],
+        ),
+        (
+            {"cuda_graph_impl": "transformer_engine", "cuda_graph_scope": ["full_iteration"]},
+            [(("cuda_graph_scope", "cuda_graph_impl"), "full_iteration needs cuda_graph_impl=local")],
+        ),
+        (
+            {"enable_cuda_graph": True, "cuda_graph_impl": "local"},
+            [
+                (
+                    ("enable_cuda_graph", "cuda_graph_impl"),
+                    "enable_cuda_graph/external_cuda_graph are the old spelling of cuda_graph_impl",
+                )
+            ],
+        ),
+    ],
+)
+def test_cuda_graph_scope_rules_name_their_keys(overrides, expected):
+    """megatron-core 0.16.1 transformer_config.py, the cuda graph section (scopes, impl, offloading)."""
+    found = [
+        (tuple(k.removeprefix("megatron.override_transformer_config.") for k in p.keys), p.message)
+        for p in _otc_problems({**NO_RECOMPUTE, **overrides})
+        if any("cuda_graph" in k for k in p.keys)
+    ]
+    assert found == expected
+
+
 @pytest.mark.parametrize(("etp", "refused"), [(1, False), (2, True)])
 def test_a_bias_in_moe_layers_needs_expert_tensor_parallel_1(etp, refused):
     """megatron-core transformer_config.py (add_bias_linear with expert_tensor_parallel_size > 1); Qwen3.5
