@@ -1000,6 +1000,10 @@ DROP_AND_PAD = {"moe_expert_capacity_factor": 1.0, "moe_pad_expert_input_to_capa
         ({"cuda_graph_impl": "transformer_engine", "cuda_graph_scope": ["moe_router", "moe_preprocess"]}, []),
         ({"cuda_graph_impl": "local", "cuda_graph_scope": ["moe_preprocess"]}, []),  # local adds moe_router
         (
+            {"cuda_graph_impl": "local", "cuda_graph_scope": ["mlp"]},
+            [(("cuda_graph_scope",), "mlp graphs are for dense layers; every Qwen3.5 layer is MoE")],
+        ),
+        (
             {"cuda_graph_impl": "local", "cuda_graph_scope": ["attn"], "cpu_offloading": True},
             [(("cuda_graph_impl", "cpu_offloading"), "CUDA graphs do not work with cpu_offloading")],
         ),
@@ -1026,6 +1030,42 @@ def test_cuda_graph_scope_rules_name_their_keys(overrides, expected):
         if any("cuda_graph" in k for k in p.keys)
     ]
     assert found == expected
+
+
+@pytest.mark.parametrize(
+    ("freq", "refused"),
+    [(None, None), (0, None), ([], None), (4, None), (3, "=3 must divide num_layers=40"), ([0] * 40, None)]
+    + [([0] * 3, "as a list needs one entry per layer (40)")],
+)
+def test_no_rope_freq_is_off_when_falsy_and_else_fits_the_layers(freq, refused):
+    """megatron-core transformer_config.py: `if self.no_rope_freq:` (0, [] and null are off), an int divides
+    num_layers, a list has one entry per layer."""
+    key = "megatron.override_transformer_config.no_rope_freq"
+    found = [p.message for p in _otc_problems({"no_rope_freq": freq}) if key in p.keys]
+    assert found == ([refused] if refused else [])
+
+
+def test_a_list_of_load_balancing_types_needs_a_coefficient_list_as_long():
+    otc = "megatron.override_transformer_config"
+    types = {"moe_router_load_balancing_type": ["aux_loss", "seq_aux_loss"]}
+    (refused,) = [
+        p for p in _otc_problems({**types, "moe_aux_loss_coeff": 0.01}) if f"{otc}.moe_aux_loss_coeff" in p.keys
+    ]
+    assert refused.keys == (f"{otc}.moe_aux_loss_coeff", f"{otc}.moe_router_load_balancing_type")
+    assert refused.message == "must be a list as long as the types list"
+    assert not [
+        p
+        for p in _otc_problems({**types, "moe_aux_loss_coeff": [0.01, 0.001]})
+        if f"{otc}.moe_aux_loss_coeff" in p.keys
+    ]
+
+
+@pytest.mark.parametrize(("dispatcher", "refused"), [("alltoall", False), ("flex", False), ("allgather", True)])
+def test_ep_overlap_needs_the_alltoall_or_flex_dispatcher(dispatcher, refused):
+    key = "megatron.override_transformer_config.overlap_moe_expert_parallel_comm"
+    otc = {**NO_RECOMPUTE, "overlap_moe_expert_parallel_comm": True, "moe_token_dispatcher_type": dispatcher}
+    found = [p.message for p in _otc_problems(otc) if key in p.keys]
+    assert found == (["=true needs moe_token_dispatcher_type alltoall or flex"] if refused else [])
 
 
 @pytest.mark.parametrize(("etp", "refused"), [(1, False), (2, True)])
