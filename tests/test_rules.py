@@ -1068,6 +1068,26 @@ def test_ep_overlap_needs_the_alltoall_or_flex_dispatcher(dispatcher, refused):
     assert found == (["=true needs moe_token_dispatcher_type alltoall or flex"] if refused else [])
 
 
+@pytest.mark.parametrize(("topk", "refused"), [(0, True), (1, False), (256, False), (257, True)])
+def test_router_topk_is_between_1_and_the_experts_both_ends_included(topk, refused):
+    """35B has 256 experts: routing to all of them is allowed, one more is not."""
+    key = "megatron.override_transformer_config.moe_router_topk"
+    found = [
+        p.message for p in _otc_problems({"moe_router_topk": topk, "moe_router_pre_softmax": True}) if key in p.keys
+    ]
+    assert found == ([f"={topk} must be between 1 and num_experts=256"] if refused else [])
+
+
+def test_padding_to_capacity_needs_a_capacity_factor_and_names_both_keys():
+    otc = "megatron.override_transformer_config"
+    (refused,) = [
+        p
+        for p in _otc_problems({"moe_pad_expert_input_to_capacity": True})
+        if p.message == "needs moe_expert_capacity_factor"
+    ]
+    assert refused.keys == (f"{otc}.moe_pad_expert_input_to_capacity", f"{otc}.moe_expert_capacity_factor")
+
+
 @pytest.mark.parametrize(("etp", "refused"), [(1, False), (2, True)])
 def test_a_bias_in_moe_layers_needs_expert_tensor_parallel_1(etp, refused):
     """megatron-core transformer_config.py (add_bias_linear with expert_tensor_parallel_size > 1); Qwen3.5
