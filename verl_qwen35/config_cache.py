@@ -128,7 +128,21 @@ def _result(source: ConfigSource, text: str) -> ConfigResult:
     )
 
 
-class CachedFileConfigSource(FileConfigSource):
+class _CachedText:
+    """What both cached sources add to Hydra's: a config's text parsed once, and its digest."""
+
+    def text(self, config_path: str) -> str:
+        raise NotImplementedError
+
+    def content_digest(self, config_path: str) -> str:
+        """What merge_cache keys this config on: its text (and the stack's versions)."""
+        return cache_key(self.text(config_path))
+
+    def load_config(self, config_path: str) -> ConfigResult:
+        return _result(self, self.text(config_path))  # type: ignore[arg-type]
+
+
+class CachedFileConfigSource(_CachedText, FileConfigSource):
     """Hydra's file:// source with parsed files cached."""
 
     @staticmethod
@@ -141,15 +155,8 @@ class CachedFileConfigSource(FileConfigSource):
             raise ConfigLoadError(f"Config not found : {full_path}")
         return Path(full_path).read_text(encoding="utf-8")
 
-    def content_digest(self, config_path: str) -> str:
-        """What merge_cache keys this config on: its text (and the stack's versions)."""
-        return cache_key(self.text(config_path))
 
-    def load_config(self, config_path: str) -> ConfigResult:
-        return _result(self, self.text(config_path))
-
-
-class CachedPackageConfigSource(ImportlibResourcesConfigSource):
+class CachedPackageConfigSource(_CachedText, ImportlibResourcesConfigSource):
     """Hydra's pkg:// source (Hydra's own configs live there) with parsed files cached."""
 
     @staticmethod
@@ -164,12 +171,6 @@ class CachedPackageConfigSource(ImportlibResourcesConfigSource):
         if not res.exists():
             raise ConfigLoadError(f"Config not found : {normalized}")
         return res.read_bytes().decode("utf-8")
-
-    def content_digest(self, config_path: str) -> str:
-        return cache_key(self.text(config_path))
-
-    def load_config(self, config_path: str) -> ConfigResult:
-        return _result(self, self.text(config_path))
 
 
 _CACHED = {"file": CachedFileConfigSource.scheme(), "pkg": CachedPackageConfigSource.scheme()}
