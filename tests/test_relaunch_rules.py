@@ -27,11 +27,13 @@ def launches(monkeypatch) -> list:
     return calls
 
 
-def recorded(tmp_path: Path, monkeypatch, *overrides: str) -> Path:
+def recorded(tmp_path: Path, monkeypatch, *overrides: str, model: str = "35b") -> Path:
     monkeypatch.chdir(tmp_path)
     # This CPU machine has neither the Ascend stack nor the devices the launch checks look for.
     no_machine_checks = ["launch_checks.stack=false", "launch_checks.devices=false"]
-    cfg = compose(["model=35b", "device=npu", *write_geo3k_stub(tmp_path / "data"), *no_machine_checks, *overrides])
+    cfg = compose(
+        [f"model={model}", "device=npu", *write_geo3k_stub(tmp_path / "data"), *no_machine_checks, *overrides]
+    )
     OmegaConf.resolve(cfg)
     return write_launch_file(cfg, tmp_path).parent
 
@@ -49,14 +51,11 @@ def test_a_recorded_run_is_launched_with_its_recorded_environment(tmp_path, monk
 
 
 def test_a_multi_node_record_warns_that_its_checkpoints_need_shared_storage(tmp_path, monkeypatch, launches, capsys):
-    monkeypatch.chdir(tmp_path)
-    no_machine_checks = ["launch_checks.stack=false", "launch_checks.devices=false"]
-    cfg = compose(["model=122b", "device=npu", *write_geo3k_stub(tmp_path / "data"), *no_machine_checks])
-    OmegaConf.resolve(cfg)
-    run_dir = write_launch_file(cfg, tmp_path).parent
+    run_dir = recorded(tmp_path, monkeypatch, model="122b")
     capsys.readouterr()
     assert relaunch_module.main([str(run_dir)]) == 0 and len(launches) == 1
     err = capsys.readouterr().err
+    ((cfg, _),) = launches
     assert cfg.trainer.nnodes == 4
     assert (
         f"WARNING [trainer.default_local_dir] {cfg.trainer.default_local_dir}: with 4 nodes, checkpoints must be "
