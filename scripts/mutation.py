@@ -57,6 +57,16 @@ TESTS = {
     "checks/files.py": ["test_rules.py", "test_machine_checks.py"],
     "checks/machine.py": ["test_launch_checks.py"],
     "checks/submit.py": ["test_rules.py", "test_new_command_faults.py"],  # the latter: one case per submit.* rule
+    "checks/transformer.py": [
+        "test_transformer_table.py",  # every rule, both sides, exact problems; the real TransformerConfig
+        "test_rules.py",
+        "test_override_rules.py",
+        "test_differential.py",
+        "test_megatron_keys.py",
+        "test_preflight.py",
+        "test_parity_every_key.py",
+        "test_layout_rules.py",
+    ],
     "checks/*": [
         "test_rules.py",
         "test_layout_rules.py",
@@ -496,12 +506,11 @@ class Owners:
     def tests_of(self, mutant: Mutant) -> list[str]:
         """Tests executing the mutated lines, plus the mapped subprocess tests; else all mapped files."""
         files = tests_for(mutant.module)
+        if "::<module>::" in mutant.ident:  # a constant: other modules import it, their tests may reach it
+            return [*files, *(f"--deselect={d}" for d in DESELECT)]
         mapped = [t for t in self.order if t.split("::")[0] in files]
         lines = range(mutant.start[0], mutant.end[0] + 1)
         running = {t for line in lines for t in self.lines.get(f"{mutant.module}:{line}", [])}
-        if not running:  # module-level code runs at import, in no test: the tests that use the module
-            prefix = f"{mutant.module}:"
-            running = {t for key, tests in self.lines.items() if key.startswith(prefix) for t in tests}
         if not running:
             return [*files, *(f"--deselect={d}" for d in DESELECT)]
         chosen = running | {t for t in self.spawns if t in mapped}

@@ -40,7 +40,7 @@ VALUES = {
     "recompute_granularity": st.sampled_from([None, "full", "selective"]),
     "recompute_method": st.sampled_from([None, "uniform", "block"]),
     "recompute_num_layers": st.sampled_from([None, 1, 2, 3, 4, 5]),
-    "recompute_modules": st.sampled_from([["core_attn"], ["moe_act"], ["mlp", "moe"], ["shared_experts"]]),
+    "recompute_modules": st.sampled_from([["core_attn"], ["moe_act"], ["mlp", "moe"], ["shared_experts"], ["moe"]]),
     "moe_grouped_gemm": st.booleans(),
     "sequence_parallel": st.booleans(),
     "distribute_saved_activations": st.booleans(),
@@ -66,7 +66,12 @@ VALUES = {
     "context_parallel_size": st.sampled_from([1, 2]),
     "enable_cuda_graph": st.booleans(),
     "cuda_graph_impl": st.sampled_from(["none", "local", "transformer_engine"]),
-    "cuda_graph_scope": st.sampled_from([[], ["full_iteration"], ["attn"], ["moe_router"], ["moe", "moe_router"]]),
+    "cuda_graph_scope": st.sampled_from(
+        [[], ["full_iteration"], ["attn"], ["moe_router"], ["moe", "moe_router"], ["moe_preprocess"], ["moe"]]
+    ),
+    "attention_dropout": st.sampled_from([0.0, 0.1]),
+    "hidden_dropout": st.sampled_from([0.0, 0.1]),
+    "moe_input_jitter_eps": st.sampled_from([None, 0.01]),
     "bias_activation_fusion": st.booleans(),
     "use_te_activation_func": st.booleans(),
     "fine_grained_activation_offloading": st.booleans(),

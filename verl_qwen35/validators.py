@@ -76,6 +76,10 @@ def facts_config(arch: Any, lo: Layout, *, sequence_parallel: bool, dtype: str, 
         "layernorm_zero_centered_gamma": True,  # Qwen3.5's (1 + weight) RMSNorm
         "add_bias_linear": False,
         "attention_output_gate": True,
+        # No dropout: config.json's attention_dropout=0.0, Megatron-Bridge's Qwen providers hidden_dropout=0.0
+        # (megatron-core's own defaults, 0.1, would refuse graphed selective recompute that the run allows).
+        "attention_dropout": 0.0,
+        "hidden_dropout": 0.0,
         "mtp_num_layers": mtp,
         "tensor_model_parallel_size": lo.tp,
         "pipeline_model_parallel_size": lo.pp,

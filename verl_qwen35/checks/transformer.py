@@ -125,7 +125,9 @@ def transformer_problems(
             add(("defer_embedding_wgrad_compute", KEYS["pp"]), "=true needs pipeline parallelism (pp > 1)")
         if not get("gradient_accumulation_fusion", False):
             add("defer_embedding_wgrad_compute", "=true needs gradient_accumulation_fusion=true")
-    if get("overlap_p2p_comm_warmup_flush") and (not get("overlap_p2p_comm", bool(lo.vpp)) or get("batch_p2p_comm")):
+    # verl's Megatron-Bridge path turns overlap_p2p_comm on only for vpp > 1 (transformer_impl.py `_build_tf_config`)
+    overlap_p2p = get("overlap_p2p_comm", lo.vpp is not None and lo.vpp > 1)
+    if get("overlap_p2p_comm_warmup_flush") and (not overlap_p2p or get("batch_p2p_comm")):
         add("overlap_p2p_comm_warmup_flush", "=true needs overlap_p2p_comm=true and batch_p2p_comm=false")
     # transformer_config.py: precision
     bf16, fp16 = get("bf16", dtype == "bfloat16"), get("fp16", dtype == "float16")
@@ -264,7 +266,8 @@ def _moe_problems(otc: Mapping[str, Any], arch: Any, lo: Layout) -> list[Problem
     if get("moe_shared_expert_overlap") and dispatcher != "alltoall":
         add(("moe_shared_expert_overlap", "moe_token_dispatcher_type"), "=true needs the alltoall dispatcher")
     capacity = get("moe_expert_capacity_factor")
-    if capacity is not None and capacity >= 0 and any(t not in CAPACITY_BALANCING for t in types):
+    # Any capacity factor, even a negative one (which megatron then turns into None), is checked here.
+    if capacity is not None and any(t not in CAPACITY_BALANCING for t in types):
         add(("moe_expert_capacity_factor", "moe_router_load_balancing_type"), f"needs one of {CAPACITY_BALANCING}")
     if get("moe_pad_expert_input_to_capacity") and (capacity is None or capacity < 0):
         add(("moe_pad_expert_input_to_capacity", "moe_expert_capacity_factor"), "needs moe_expert_capacity_factor")
@@ -440,8 +443,19 @@ def _cuda_graph_problems(otc: Mapping[str, Any]) -> list[Problem]:
     if "mlp" in scope:
         found.append(error(scope_key, "mlp graphs are for dense layers; every Qwen3.5 layer is MoE"))
     capacity = get("moe_expert_capacity_factor")
-    if "moe" in scope and (capacity is None or capacity < 0 or not get("moe_pad_expert_input_to_capacity")):
-        found.append(error(scope_key, "moe graphs need drop-and-pad MoE (capacity factor + pad to capacity)"))
+    capacity = None if capacity is not None and capacity < 0 else capacity  # megatron: negative means none
+    if capacity is None or not get("moe_pad_expert_input_to_capacity"):
+        if "moe" in scope:
+            found.append(error(scope_key, "moe graphs need drop-and-pad MoE (capacity factor + pad to capacity)"))
+        alltoall = get("moe_token_dispatcher_type", "alltoall") == "alltoall"
+        if alltoall and "moe_preprocess" in scope and (capacity is not None or get("moe_router_padding_for_fp8")):
+            found.append(
+                error(
+                    scope_key,
+                    "moe_preprocess graphs need drop-and-pad MoE when a capacity factor or fp8 router padding is "
+                    "set with the alltoall dispatcher (the preprocess step copies to the host)",
+                )
+            )
     granularity = get("recompute_granularity")
     if granularity and granularity != "selective" and scope != ["full_iteration"]:
         found.append(
@@ -450,6 +464,29 @@ def _cuda_graph_problems(otc: Mapping[str, Any]) -> list[Problem]:
                 "full recompute works only with cuda_graph_scope=[full_iteration] (and cuda_graph_impl=local)",
             )
         )
+    if granularity == "selective":
+        found += _graphed_recompute_problems(otc, impl, scope)
+    return found
+
+
+def _graphed_recompute_problems(otc: Mapping[str, Any], impl: str, scope: list[str]) -> list[Problem]:
+    """Selective recompute of a module inside a CUDA graph: the graph replays no fresh random numbers.
+    Dropouts default to Qwen3.5's 0.0 (config.json attention_dropout; Megatron-Bridge's hidden_dropout)."""
+    get, found = otc.get, []
+    modules = get("recompute_modules")
+    modules = ["core_attn"] if modules is None else modules  # megatron-core's default; [] stays empty
+    keys = (f"{OTC}.recompute_modules", f"{OTC}.cuda_graph_scope")
+    whole = not scope or "full_iteration" in scope
+    if impl == "transformer_engine" and "moe" in modules and "moe_router" in scope:
+        found.append(error(keys, "moe recompute does not work with a moe_router graph under transformer_engine"))
+    if get("attention_dropout", 0.0) and "core_attn" in modules and (whole or "attn" in scope):
+        message = "non-zero does not work with graphed core_attn recompute"
+        found.append(error((f"{OTC}.attention_dropout", *keys), message))
+    mlp = "mlp" in modules and (whole or "mlp" in scope)
+    if get("hidden_dropout", 0.0) and (mlp or ("moe" in modules and (whole or "moe" in scope))):
+        found.append(error((f"{OTC}.hidden_dropout", *keys), "non-zero does not work with graphed mlp/moe recompute"))
+    if get("moe_input_jitter_eps") is not None and "moe" in modules and (whole or "moe" in scope):
+        found.append(error((f"{OTC}.moe_input_jitter_eps", *keys), "does not work with graphed moe recompute"))
     return found
 
 
