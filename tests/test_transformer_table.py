@@ -1074,3 +1074,67 @@ def test_a_split_problem_is_left_to_the_caller_when_asked_and_hides_uniform_reco
             "through each chunk 3 layers at a time); use a divisor such as 1",
         )
     ]
+
+
+# --- types and enum values against the shipped field list (checks/megatron_keys.py field_spec) ---------------
+FIELDS = {
+    "f": {"kinds": ["float"]},
+    "i": {"kinds": ["int"]},
+    "free": {"kinds": ["any"]},
+    "s": {"kinds": ["str"], "choices": ["x", "y"]},
+    "ls": {"kinds": ["list", "str"], "choices": ["x"]},
+    "n": {"kinds": ["null", "int"]},
+    "d": {"kinds": ["dict"]},
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("unknown", object(), None),  # not a field: megatron_keys.py reports unknown names
+        ("free", object(), None),
+        ("f", 1, None),  # an int where a float is meant: the dataclass takes it
+        ("f", 1.5, None),
+        ("f", True, "=True is of type bool; megatron-core expects float"),
+        ("f", "1", "='1' is of type str; megatron-core expects float"),
+        ("i", 1.0, "=1.0 is of type float; megatron-core expects int"),
+        ("i", False, "=False is of type bool; megatron-core expects int"),
+        ("s", "x", None),
+        ("s", "z", "='z' is not one of ['x', 'y']"),
+        ("ls", ["z"], None),  # choices are checked for a string only
+        ("ls", "z", "='z' is not one of ['x']"),
+        ("ls", ("x",), None),  # a tuple is a list
+        ("n", None, None),
+        ("n", 3, None),
+        ("n", [3], "=[3] is of type list; megatron-core expects null or int"),
+        ("d", {"a": 1}, None),
+        ("d", object, "=<class 'object'> is of type other; megatron-core expects dict"),
+    ],
+)
+def test_types_and_choices_follow_the_field_list(name, value, message):
+    from verl_qwen35.checks.transformer import type_problems
+
+    found = [(p.keys, p.message) for p in type_problems({name: value}, FIELDS, prefix="x.y")]
+    assert found == ([((f"x.y.{name}",), message)] if message else [])
+
+
+def test_types_name_the_override_key_by_default_and_report_every_field():
+    from verl_qwen35.checks.transformer import type_problems
+
+    found = type_problems({"f": "a", "i": "b", "s": "x"}, FIELDS)
+    assert [p.keys for p in found] == [(f"{OTC}.f",), (f"{OTC}.i",)]
+
+
+@pytest.mark.parametrize(
+    ("otc", "enabled", "model_mtp", "built"),
+    [
+        ({}, False, 1, None),
+        ({"mtp_num_layers": 1}, False, 1, None),
+        ({}, True, 1, 1),
+        ({"mtp_num_layers": 2}, True, 1, 2),
+    ],
+)
+def test_mtp_layers_built_follow_verls_check_mtp_config(otc, enabled, model_mtp, built):
+    from verl_qwen35.checks.transformer import mtp_layers_built
+
+    assert mtp_layers_built(otc, enabled, model_mtp) == built

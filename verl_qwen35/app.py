@@ -149,6 +149,8 @@ def submit_run(cfg: DictConfig, output_dir: str, schema: str | None, dry: bool) 
     try:
         job_id = submit(cfg, Path(output_dir), dry, lambda: write_launch_file(cfg, output_dir, schema))
     except SubmitError as err:
+        if in_multirun():  # the sweep records the reason as this job's verdict and goes on
+            raise UserError(f"[submit] {err}") from None
         print(f"ERROR   [submit] {err}", file=sys.stderr)
         raise LaunchRefused(2) from None
     if job_id:
