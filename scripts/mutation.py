@@ -50,7 +50,7 @@ UNCAPPED = ("tests.test_differential",)  # asserts how many draws it compared
 # with -x, so a killed mutant stops at its first failing test.
 TESTS = {
     "checks/layout.py": ["test_rules.py", "test_layout_rules.py", "test_differential.py", "test_preflight.py"],
-    "checks/pipeline.py": ["test_rules.py", "test_layout_rules.py", "test_differential.py", "test_override_rules.py"],
+    "checks/pipeline.py": ["test_pipeline_grid.py", "test_rules.py", "test_layout_rules.py", "test_differential.py", "test_override_rules.py"],
     "checks/rollout.py": ["test_rules.py", "test_layout_rules.py", "test_preflight.py"],
     "checks/parity.py": ["test_parity_every_key.py", "test_parity.py", "test_preflight.py", "test_composition.py"],
     "checks/megatron_keys.py": ["test_rules.py", "test_megatron_keys.py", "test_preflight.py"],
