@@ -49,6 +49,15 @@ installed=$(seconds)
 echo "== installed in $((installed - start)) s; running pytest"
 
 status=0
-"$venv/bin/python" -m pytest "$@" || status=$?
+# pytest's own exit code, then os._exit: the suite has run Ray, torch and megatron in this process, and
+# their threads have once crashed the interpreter's teardown (exit 139) after every test had passed.
+"$venv/bin/python" -X faulthandler -c '
+import os, sys
+import pytest
+code = int(pytest.main(sys.argv[1:]))
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(code)
+' "$@" || status=$?
 echo "== verl ${version}: install $((installed - start)) s, tests $(($(seconds) - installed)) s, pytest exit ${status}"
 exit "$status"
