@@ -49,8 +49,21 @@ UNCAPPED = ("tests.test_differential",)  # asserts how many draws it compared
 # Test files per module (first match wins), fastest and most specific first; pytest runs them
 # with -x, so a killed mutant stops at its first failing test.
 TESTS = {
-    "checks/layout.py": ["test_rules.py", "test_layout_rules.py", "test_differential.py", "test_preflight.py"],
-    "checks/pipeline.py": ["test_pipeline_grid.py", "test_rules.py", "test_layout_rules.py", "test_differential.py", "test_override_rules.py"],
+    "checks/layout.py": [
+        "test_rules.py",
+        "test_layout_rules.py",
+        "test_differential.py",
+        "test_preflight.py",
+        "test_estimate.py",  # Layout is the estimate's and the planner's input too
+        "test_layouts.py",
+    ],
+    "checks/pipeline.py": [
+        "test_pipeline_grid.py",
+        "test_rules.py",
+        "test_layout_rules.py",
+        "test_differential.py",
+        "test_override_rules.py",
+    ],
     "checks/rollout.py": ["test_rules.py", "test_layout_rules.py", "test_preflight.py"],
     "checks/parity.py": ["test_parity_every_key.py", "test_parity.py", "test_preflight.py", "test_composition.py"],
     "checks/megatron_keys.py": ["test_rules.py", "test_megatron_keys.py", "test_preflight.py"],

@@ -1240,3 +1240,22 @@ def test_greedy_validation_needs_no_temperature_and_sampling_does():
     (refused,) = verl_setting_problems(config(**{f"{rollout}.temperature": 0, f"{rollout}.val_kwargs.do_sample": True}))
     assert refused.keys == (f"{rollout}.temperature", f"{rollout}.val_kwargs.do_sample")
     assert refused.message == "=0: sampling during validation needs temperature > 0"
+
+
+@pytest.mark.parametrize("facts", ["absent", "null", "zero"])
+def test_mtp_enabled_on_a_model_without_mtp_layers_is_refused_however_the_count_is_missing(facts):
+    """preflight reads model.mtp_num_layers (absent, null and 0 all mean none) before MTP is judged."""
+    cfg = config(**{"actor_rollout_ref.model.mtp.enable": True})
+    if facts == "absent":
+        with open_dict(cfg):
+            del cfg.model["mtp_num_layers"]
+    else:
+        cfg.model.mtp_num_layers = None if facts == "null" else 0
+    mtp = [p for p in preflight(cfg, machine_missing="warning") if "actor_rollout_ref.model.mtp.enable" in p.keys]
+    assert [(p.level, p.keys, p.message) for p in mtp] == [
+        (
+            "error",
+            ("actor_rollout_ref.model.mtp.enable",),
+            "=true but Qwen3.5-35B-A3B has no MTP layers (verl raises); set it false",
+        )
+    ]
