@@ -1259,3 +1259,94 @@ def test_mtp_enabled_on_a_model_without_mtp_layers_is_refused_however_the_count_
             "=true but Qwen3.5-35B-A3B has no MTP layers (verl raises); set it false",
         )
     ]
+
+
+SHORTER = "shorter sequences (data.max_prompt_length / data.max_response_length) or a smaller"
+
+
+@pytest.mark.parametrize("share", [0.2, 0.2001])
+def test_the_training_refusal_advises_shorter_sequences_only_above_a_fifth_of_the_peak(share, monkeypatch):
+    """Activations + logits above 20% of the training peak: shorter sequences would help (not at exactly 20%)."""
+    from verl_qwen35.checks import memory
+
+    e = estimate_of(config(**{DEVICE_CAP: 20}))
+    parts = {**e.train_breakdown, "activations": share * e.train_gib, "logits": 0.0}
+    monkeypatch.setattr(memory, "estimate_of", lambda cfg: dataclasses.replace(e, train_breakdown=parts))
+    ((level, _, message),) = _memory(**{DEVICE_CAP: 20})
+    assert level == "error"
+    assert (SHORTER in message) is (share > 0.2)
+
+
+def test_long_responses_make_the_training_refusal_advise_shorter_sequences():
+    """35B, 16k responses: activations and logits are ~40% of the training peak (the estimate itself)."""
+    long = {"data.max_response_length": 16384, ROLLOUT_LEN: None, DEVICE_CAP: 20}
+    ((_, _, message),) = [m for m in _memory(**long) if m[0] == "error" and m[1] == TRAIN_KEYS]
+    assert SHORTER in message
+    ((_, _, short),) = _memory(**{DEVICE_CAP: 20})
+    assert SHORTER not in short
+
+
+@pytest.mark.parametrize("room", ["none", "exact", "some"])
+def test_a_vllm_budget_that_holds_its_weights_but_no_sequence_says_so(room, monkeypatch):
+    """The message says "does not even hold" up to and including a budget equal to weights + workspace."""
+    from verl_qwen35.checks import memory
+
+    e = estimate_of(config())
+    r = e.rollout_breakdown
+    needed = r["vllm_weights"] + r["vllm_workspace"]
+    budget = {"none": needed / 2, "exact": needed, "some": needed + 1.0}[room]
+    crafted = dataclasses.replace(e, rollout_breakdown={**r, "vllm_budget": budget}, sequences_fit=0)
+    monkeypatch.setattr(memory, "estimate_of", lambda cfg: crafted)
+    (refusal,) = [m for m in _memory() if m[1] == [UTIL, "parallel.gen_tp", "data.max_response_length"]]
+    held = "holds" if room == "some" else "does not even hold"
+    assert refusal[2].startswith(f"vLLM's budget {budget:.1f} GiB ({UTIL}=0.6 x 80) {held} its weights")
+
+
+def test_a_config_without_hardware_or_model_facts_has_no_memory_inputs_to_judge():
+    """A plain verl config (or an older launch.yaml) has no capacities: no estimate, no refusal."""
+    from verl_qwen35.checks.memory import input_problems
+
+    for section in ("hardware", "model"):
+        cfg = config(**{DEVICE_CAP: "lots"})  # an unusable capacity, refused while it is read
+        assert input_problems(cfg) != []
+        with open_dict(cfg):
+            if section == "hardware":
+                del cfg["hardware"]
+            else:
+                del cfg.model["num_layers"]
+        assert input_problems(cfg) == [] and memory_problems(cfg) == []
+
+
+LAYOUT_SIZES = ("nnodes", "devices_per_node", "tp", "pp", "cp", "ep", "etp", "gen_tp", "gen_dp", "gen_pp", "gen_ep")
+
+
+@pytest.mark.parametrize("name", LAYOUT_SIZES)
+@pytest.mark.parametrize("value", [0, -1, True, 1.0])
+def test_every_layout_size_must_be_a_positive_integer(name, value):
+    """layout_problems is also the planner's: it judges sizes it was handed, not only the preflight's."""
+    from verl_qwen35.checks.layout import layout_problems, positive_problems
+
+    base = Layout.of(config())
+    bad = dataclasses.replace(base, **{name: value})
+    expected = [(("error", (KEYS[name],), f"{name}={value} must be a positive integer"))]
+    assert [(p.level, p.keys, p.message) for p in positive_problems(bad)] == expected
+    assert [(p.level, p.keys, p.message) for p in layout_problems(bad, config().model, "gpu")] == expected
+    assert positive_problems(base) == []
+
+
+def test_megatron_keys_reach_a_side_that_does_not_link_them_yet():
+    """link_patch: a key the actor already links (`${megatron.k}`) but the ref holds as the same plain
+    value is linked on the ref too; one whose two sides disagree is left for parity to report."""
+    from verl_qwen35.checks.parity import ACTOR, REF, link_patch
+
+    cfg = compose(["model=35b", "device=gpu", "+megatron.seed=7", "+megatron.dist_ckpt_x=1"])
+    with open_dict(cfg):
+        for side, seed, other in ((ACTOR, "${megatron.seed}", 1), (REF, 7, 2)):
+            node = OmegaConf.select(cfg, side)
+            node.seed, node.dist_ckpt_x = seed, other
+    assert link_patch(cfg) == ["seed"]
+    for side in (ACTOR, REF):
+        raw = OmegaConf.to_container(OmegaConf.select(cfg, side), resolve=False)
+        assert raw["seed"] == "${megatron.seed}"
+    assert OmegaConf.select(cfg, f"{REF}.dist_ckpt_x") == 2  # disagreeing sides untouched
+    assert link_patch(cfg) == []  # both linked now: nothing more to do
