@@ -788,6 +788,7 @@ ROWS += [
         refused(SCOPE, IMPL, message="full_iteration needs cuda_graph_impl=local"),
     ),
     Row("graphs_enable_full_iteration", {"enable_cuda_graph": True, SCOPE: ["full_iteration"]}, []),
+    Row("graphs_enable_is_local_preprocess_adds_router", {"enable_cuda_graph": True, SCOPE: ["moe_preprocess"]}, []),
     Row(
         "graphs_te_full_iteration",
         {IMPL: "transformer_engine", SCOPE: ["full_iteration"]},
@@ -1001,6 +1002,19 @@ ROWS += [
         "graphs_hidden_dropout_whole_layer_mlp",
         {IMPL: "local", **SEL, "hidden_dropout": 0.1, "recompute_modules": ["mlp"]},
         refused("hidden_dropout", *GRAPH_KEYS, message="non-zero does not work with graphed mlp/moe recompute"),
+    ),
+    Row(
+        "graphs_attention_dropout_full_iteration",
+        {IMPL: "local", SCOPE: ["full_iteration"], **SEL, "attention_dropout": 0.1},
+        refused("attention_dropout", *GRAPH_KEYS, message="non-zero does not work with graphed core_attn recompute"),
+    ),
+    Row(
+        "graphs_hidden_dropout_mlp_scope",
+        {IMPL: "local", SCOPE: ["mlp"], **SEL, "hidden_dropout": 0.1, "recompute_modules": ["mlp"]},
+        [
+            (("cuda_graph_scope",), "mlp graphs are for dense layers; every Qwen3.5 layer is MoE"),
+            (("hidden_dropout", *GRAPH_KEYS), "non-zero does not work with graphed mlp/moe recompute"),
+        ],
     ),
     Row(
         "graphs_hidden_dropout_attn",
