@@ -1350,3 +1350,35 @@ def test_megatron_keys_reach_a_side_that_does_not_link_them_yet():
         assert raw["seed"] == "${megatron.seed}"
     assert OmegaConf.select(cfg, f"{REF}.dist_ckpt_x") == 2  # disagreeing sides untouched
     assert link_patch(cfg) == []  # both linked now: nothing more to do
+
+
+DASHBOARD = "e.g. submit.address=http://head:8265 (the head's dashboard, `ray start --head`)"
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("http://head:8265", None),
+        ("https://head", None),
+        ("http://head:65535", None),
+        ("http://head:1", None),
+        (5, "must be the Ray dashboard's URL"),
+        ("", "must be the Ray dashboard's URL"),
+        ("http://he ad:8265", "must be the Ray dashboard's URL"),
+        ("http://head:8265\t", "must be the Ray dashboard's URL"),
+        ("http://head\x01:8265", "must be the Ray dashboard's URL"),
+        ("http://head:0", "not an http:// or https:// URL with a host and port"),
+        ("http://head:65536", "not an http:// or https:// URL with a host and port"),
+        ("ftp://head:8265", "not an http:// or https:// URL with a host and port"),
+        ("http://:8265", "not an http:// or https:// URL with a host and port"),
+    ],
+)
+def test_the_ray_job_address_is_a_dashboard_url_with_its_exact_reason(address, reason):
+    cfg = compose(["model=35b", "device=gpu", "submit=ray_job"])
+    cfg.submit.address = address
+    found = [(p.keys, p.message) for p in submit_problems(cfg)]
+    if reason is None:
+        assert found == []
+    else:
+        sep = ", " if reason.startswith("must") else "; "
+        assert found == [(("submit.address",), f"submit.address={address!r}: {reason}{sep}{DASHBOARD}")]
