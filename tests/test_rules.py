@@ -1382,3 +1382,40 @@ def test_the_ray_job_address_is_a_dashboard_url_with_its_exact_reason(address, r
     else:
         sep = ", " if reason.startswith("must") else "; "
         assert found == [(("submit.address",), f"submit.address={address!r}: {reason}{sep}{DASHBOARD}")]
+
+
+@pytest.mark.parametrize("found", ["not installed", "unparsable"])
+def test_without_a_readable_verl_version_the_rules_of_verl_0_9_apply(found, tmp_path, monkeypatch):
+    """A config-only install may lack verl's metadata (PackageNotFoundError) or carry a local version
+    string that is not numbers (ValueError): the checks then follow verl 0.9, this package's default."""
+    from importlib.metadata import PackageNotFoundError
+
+    from verl_qwen35.checks import verl_settings
+
+    if found == "not installed":
+
+        def version(name: str) -> str:
+            raise PackageNotFoundError(name)
+
+        monkeypatch.setattr(verl_settings, "version", version)
+    else:
+        (tmp_path / "verl-dev.dist-info").mkdir()
+        (tmp_path / "verl-dev.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: verl\nVersion: dev\n")
+        monkeypatch.syspath_prepend(str(tmp_path))
+    verl_settings._verl_minor.cache_clear()
+    try:
+        assert verl_settings._verl_minor() == (0, 9)
+        cfg = config(**{"actor_rollout_ref.actor.loss_agg_mode": "token-sum"})
+        assert verl_settings.verl_setting_problems(cfg) == []
+    finally:
+        verl_settings._verl_minor.cache_clear()
+
+
+def test_sync_rollout_mode_is_refused_under_its_own_key():
+    from verl_qwen35.checks.verl_settings import verl_setting_problems
+
+    found = verl_setting_problems(config(**{"actor_rollout_ref.rollout.mode": "sync"}))
+    assert [(p.keys, p.message) for p in found] == [
+        (("actor_rollout_ref.rollout.mode",), "=sync was removed from verl; use async")
+    ]
+    assert verl_setting_problems(config(**{"actor_rollout_ref.rollout.mode": "async"})) == []

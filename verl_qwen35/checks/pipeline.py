@@ -112,7 +112,7 @@ def _even_problems(layers: int, pp: int, vpp: int | None, split: Split) -> Found
         choices = [d for d in divisors(slots) if d > 1]
         return [(keys, f"pp={pp} does not divide {counted}; pp may be one of {choices or [1]}")]
     per_stage = slots // pp
-    if vpp is not None and pp > 1 and per_stage % vpp:
+    if vpp is not None and per_stage % vpp:  # split_problems refused vpp at pp=1 before
         return [
             (
                 (VPP, *keys),

@@ -77,9 +77,9 @@ def _exclusive_micro_batches(cfg: DictConfig) -> list[Problem]:
     """The deprecated global micro-batch size and the per-GPU one exclude each other
     (verl/workers/config/actor.py ActorConfig.__post_init__, verl/utils/config.py check_mutually_exclusive)."""
     arr, found = cfg.actor_rollout_ref, []
-    pairs = [("actor_rollout_ref.actor", arr.actor, "ppo_micro_batch_size", "actor")]
-    pairs += [(f"actor_rollout_ref.{s}", arr[s], "log_prob_micro_batch_size", s) for s in ("rollout", "ref")]
-    for node, side, name, _ in pairs:
+    pairs = [("actor_rollout_ref.actor", arr.actor, "ppo_micro_batch_size")]
+    pairs += [(f"actor_rollout_ref.{s}", arr[s], "log_prob_micro_batch_size") for s in ("rollout", "ref")]
+    for node, side, name in pairs:
         if side.get(name) is not None and side.get(f"{name}_per_gpu") is not None:
             found.append(
                 error(
