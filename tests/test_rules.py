@@ -1419,3 +1419,40 @@ def test_sync_rollout_mode_is_refused_under_its_own_key():
         (("actor_rollout_ref.rollout.mode",), "=sync was removed from verl; use async")
     ]
     assert verl_setting_problems(config(**{"actor_rollout_ref.rollout.mode": "async"})) == []
+
+
+@pytest.mark.parametrize(
+    ("mode", "bypass", "refused"),
+    [("R2", True, True), ("R2", False, False), ("R3", True, False), ("disabled", True, False), ("R2", None, False)],
+)
+def test_r2_router_replay_is_refused_with_the_rollout_correction_bypass(mode, bypass, refused):
+    """verl 0.9.1 verl/utils/config.py _validate_router_replay_config: R2 records routes in the old-log-prob
+    pass that bypass_mode skips. Where the installed verl has the check, it gives the same verdict."""
+    from types import SimpleNamespace
+
+    import verl.utils.config as verl_config
+
+    from verl_qwen35.checks.verl_settings import verl_setting_problems
+
+    replay, bypass_key = (
+        "actor_rollout_ref.actor.megatron.router_replay.mode",
+        "algorithm.rollout_correction.bypass_mode",
+    )
+    changes = {replay: mode, "actor_rollout_ref.ref.megatron.router_replay.mode": mode}
+    if bypass is not None:
+        changes[bypass_key] = bypass
+    found = [(p.keys, p.message) for p in verl_setting_problems(config(**changes))]
+    expected = (
+        (replay, bypass_key),
+        "=R2 records routes while recomputing old log-probs, which bypass_mode skips; set bypass_mode=false",
+    )
+    assert found == ([expected] if refused else [])
+    verl_check = getattr(verl_config, "_validate_router_replay_config", None)  # verl 0.8.0 has none
+    if verl_check is not None:
+        actor = SimpleNamespace(engine=SimpleNamespace(router_replay=SimpleNamespace(mode=mode)))
+        correction = None if bypass is None else {"bypass_mode": bypass}
+        if refused:
+            with pytest.raises(ValueError, match="R2"):
+                verl_check(actor, correction)
+        else:
+            verl_check(actor, correction)

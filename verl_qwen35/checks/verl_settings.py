@@ -38,7 +38,7 @@ def verl_setting_problems(cfg: DictConfig) -> list[Problem]:
         replay = OmegaConf.select(cfg, key, default="disabled")
         if replay not in ROUTER_REPLAY_MODES:
             found.append(error(key, f"={replay!r} is not one of {list(ROUTER_REPLAY_MODES)}"))
-    if OmegaConf.select(cfg, "actor_rollout_ref.rollout.mode", default="async") == "sync":
+    if OmegaConf.select(cfg, "actor_rollout_ref.rollout.mode") == "sync":
         found.append(error("actor_rollout_ref.rollout.mode", "=sync was removed from verl; use async"))
     found += _exclusive_micro_batches(cfg)
     rollout = cfg.actor_rollout_ref.rollout
