@@ -90,3 +90,132 @@ def test_npu_only_keys_are_accepted_on_npu_and_cp_is_a_warning_there():
     found = preflight(cfg, machine_missing="warning")
     assert not [p for p in found if p.level == "error"]
     assert any("parallel.cp" in k for p in found if p.level == "warning" for k in p.keys)
+
+
+# --- preflight's wiring: each check's own findings reach the verdict, each exactly once ---------------------
+OTC = "megatron.override_transformer_config"
+
+
+def _cfg(preset: str, overrides: list[str]):
+    model, device = preset.split("_")
+    return compose([f"model={model}", f"device={device}", *overrides])
+
+
+def _family(name: str):
+    """The check a family of problems comes from, called as preflight calls it."""
+    from verl_qwen35 import checks
+    from verl_qwen35.checks.layout import Layout
+    from verl_qwen35.environment import env_problems
+    from verl_qwen35.secret_scan import ADVICE, config_findings
+
+    def layout_of(cfg):
+        return Layout.of(cfg)
+
+    return {
+        "env": lambda cfg: [checks.error(k, m) for k, m in env_problems(cfg)],
+        "secrets": lambda cfg: [checks.error(k, f"{why}. Instead, {ADVICE}.") for k, why in config_findings(cfg)],
+        "sequence_parallel": lambda cfg: checks.sequence_parallel_problems(cfg, layout_of(cfg)),
+        "rollout": lambda cfg: checks.rollout_problems(layout_of(cfg), cfg.model, cfg.actor_rollout_ref.rollout.name),
+        "rollout_settings": checks.rollout_setting_problems,
+        "weights": checks.weights_problems,
+        "verl_settings": checks.verl_setting_problems,
+        "batches": lambda cfg: checks.batch_problems(cfg, layout_of(cfg), checks.uses_reference(cfg)),
+        "lengths": checks.length_problems,
+        "memory": checks.memory_problems,
+        "patch_values": checks.patch_value_problems,
+        "override_keys": lambda cfg: checks.override_key_problems(
+            cfg, checks.device_of(cfg), checks.transformer_config_fields()
+        ),
+        "ddp": checks.override_ddp_problems,
+        "data": lambda cfg: checks.data_problems(cfg, "warning"),
+        "model_path": lambda cfg: checks.model_path_problems(cfg, "warning"),
+        "submit": checks.submit_problems,
+    }[name]
+
+
+@pytest.mark.parametrize(
+    ("family", "preset", "overrides"),
+    [
+        ("env", "35b_gpu", ["+env.set.HCCL_X=[1,2]"]),
+        ("sequence_parallel", "35b_gpu", ["parallel.tp=1", "parallel.gen_tp=1", "+megatron.sequence_parallel=true"]),
+        ("rollout", "122b_npu", ["parallel.gen_tp=8", "actor_rollout_ref.rollout.data_parallel_size=3"]),
+        ("rollout_settings", "35b_gpu", ["actor_rollout_ref.rollout.n=1"]),
+        ("weights", "35b_gpu", ["actor_rollout_ref.model.path=Qwen/Qwen3.5-122B-A10B"]),
+        ("verl_settings", "35b_gpu", ["actor_rollout_ref.rollout.mode=sync"]),
+        ("batches", "122b_npu", ["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=5"]),
+        ("lengths", "35b_gpu", ["actor_rollout_ref.rollout.max_model_len=1000"]),
+        ("memory", "35b_gpu", ["hardware.device_memory_gib=20"]),
+        ("patch_values", "35b_gpu", ["megatron.use_mbridge=false"]),
+        ("override_keys", "35b_gpu", [f"+{OTC}.not_a_field=1"]),
+        ("ddp", "35b_gpu", ["+megatron.override_ddp_config={bucket_sise: 40000000}"]),
+        ("data", "35b_gpu", ["data.train_files=/nonexistent/train.parquet"]),
+        ("model_path", "35b_gpu", ["actor_rollout_ref.model.path=/nonexistent/Qwen3.5-35B-A3B"]),
+        ("submit", "35b_gpu", ["submit=ray_job", "submit.address=ftp://head:1"]),
+    ],
+)
+def test_each_checks_findings_reach_the_preflight_verdict_exactly_once(family, preset, overrides):
+    cfg = _cfg(preset, overrides)
+    _check_reaches_the_verdict_once(family, cfg)
+
+
+def test_a_secret_already_in_the_config_reaches_the_verdict_once():
+    """A secret in a config file (not typed as an override, which is refused before composing)."""
+    from omegaconf import open_dict
+
+    cfg = _cfg("35b_gpu", [])
+    with open_dict(cfg):
+        cfg.trainer.note = "WANDB_API_KEY=0123456789abcdef0123456789abcdef"
+    _check_reaches_the_verdict_once("secrets", cfg)
+
+
+def _check_reaches_the_verdict_once(family, cfg):
+    own = [str(p) for p in _family(family)(cfg)]
+    assert own, f"the case no longer triggers the {family} check"
+    verdict = [str(p) for p in preflight(cfg, machine_missing="warning")]
+    for problem in own:
+        assert verdict.count(problem) == 1, (problem, verdict)
+
+
+def test_a_missing_section_is_the_whole_verdict():
+    """Nothing else can read inside a section that is not there: the structure problems alone."""
+    from omegaconf import open_dict
+
+    from verl_qwen35.sections import structure_problems
+
+    cfg = _cfg("35b_gpu", [])
+    with open_dict(cfg):
+        cfg.actor_rollout_ref.ref = None
+    assert structure_problems(cfg)
+    assert preflight(cfg, machine_missing="warning") == structure_problems(cfg)
+
+
+def test_the_engines_sequence_parallel_reaches_the_transformer_rules():
+    """megatron.sequence_parallel (tp > 1) with distribute_saved_activations: refused by TransformerConfig."""
+    key = f"{OTC}.distribute_saved_activations"
+    sp_on = _cfg("35b_gpu", ["+megatron.sequence_parallel=true", f"+{key}=true"])
+    sp_off = _cfg("35b_gpu", ["+megatron.sequence_parallel=false", f"+{key}=true"])
+    refusal = "=true cannot be used with sequence_parallel"
+    assert [p.message for p in preflight(sp_on, machine_missing="warning") if key in p.keys] == [refusal]
+    assert [p.message for p in preflight(sp_off, machine_missing="warning") if key in p.keys] == []
+
+
+def test_a_bad_pipeline_split_is_reported_once():
+    """layout_problems judges the split; the transformer rules are told not to say it again."""
+    cfg = _cfg("35b_npu", [f"+{OTC}.num_layers_in_first_pipeline_stage=40"])  # pp=2: nothing left
+    first = f"{OTC}.num_layers_in_first_pipeline_stage"
+    found = [p for p in preflight(cfg, machine_missing="warning") if first in p.keys]
+    assert [p.message for p in found] == [
+        "40 layers with first=40 last=None leave 0 layers for 1 middle stage(s) (pp=2); "
+        "the first/last counts must leave layers exactly when middle stages remain"
+    ]
+
+
+def test_mtp_counts_as_off_when_the_config_has_no_mtp_section():
+    """verl's default: model.mtp.enable false; a config without the node builds no MTP layers."""
+    from omegaconf import open_dict
+
+    cfg = _cfg("35b_gpu", [])
+    with open_dict(cfg):
+        del cfg.actor_rollout_ref.model["mtp"]
+        cfg.model.mtp_num_layers = 0  # MTP on would be refused for a model without MTP layers
+    assert not [p for p in preflight(cfg, machine_missing="warning") if "mtp" in " ".join(p.keys)]
