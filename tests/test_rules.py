@@ -1456,3 +1456,56 @@ def test_r2_router_replay_is_refused_with_the_rollout_correction_bypass(mode, by
                 verl_check(actor, correction)
         else:
             verl_check(actor, correction)
+
+
+GROUP_KEY = "megatron.override_transformer_config.microbatch_group_size_per_vp_stage"
+
+
+def test_a_training_micro_batch_the_interleaved_schedule_refuses_names_the_batch_key_vpp_and_the_group():
+    """pp=2, vpp=2, DP=2: 160 sequences in micro-batches of 16 are 5 a rank, a last group of 1 < pp (step and
+    mini-batch alike); the log-prob passes (20 a micro-batch: 4 a rank) are fine."""
+    actor = "actor_rollout_ref.actor"
+    logs = {f"actor_rollout_ref.{s}.log_prob_micro_batch_size_per_gpu": 20 for s in ("rollout", "ref")}
+    cfg = config(**{f"{actor}.ppo_micro_batch_size_per_gpu": 16}, **logs)
+    lo = dataclasses.replace(Layout.of(cfg), pp=2, vpp=2)
+    why = "5 micro-batches leave a last group of 1 < pp=2 (microbatch_group_size_per_vp_stage=2); use a multiple of 2"
+    assert [(p.keys, p.message) for p in batch_problems(cfg, lo, uses_reference(cfg))] == [
+        (
+            ("data.train_batch_size", KEYS["vpp"], GROUP_KEY),
+            f"train_batch_size*n=32*5 for training: {why} micro-batches",
+        ),
+        (
+            (f"{actor}.ppo_mini_batch_size", KEYS["vpp"], GROUP_KEY),
+            f"ppo_mini_batch_size*n=32*5 for training: {why} micro-batches",
+        ),
+    ]
+
+
+@pytest.mark.parametrize(("train", "per_rank"), [(32, "40"), (33, "a fraction of")])
+def test_a_log_prob_micro_batch_that_does_not_split_the_step_names_its_key_and_the_batch(train, per_rank):
+    """35B on 8 GPUs: DP=4; log-prob micro-batches of 3 split neither 160 nor 165 sequences."""
+    rollout = "actor_rollout_ref.rollout"
+    cfg = config(
+        **{
+            f"{rollout}.log_prob_micro_batch_size_per_gpu": 3,
+            "data.train_batch_size": train,
+            "actor_rollout_ref.actor.ppo_mini_batch_size": train,
+        }
+    )
+    found = [(p.keys, p.message) for p in batch_problems(cfg, Layout.of(cfg), False) if "log_prob" in p.keys[0]]
+    key = f"{rollout}.log_prob_micro_batch_size_per_gpu"
+    assert found == [
+        (
+            (key, "data.train_batch_size", f"{rollout}.n"),
+            f"log-prob pass over train_batch_size*n={train * 5}: {train * 5} sequences do not split into DP=4 ranks "
+            f"x micro-batches of 3; each DP rank computes {per_rank} sequences, so {key} must divide that",
+        )
+    ]
+
+
+@pytest.mark.parametrize("side", ["rollout", "ref"])
+def test_the_deprecated_global_log_prob_micro_batch_counts_as_set(side):
+    """verl still reads log_prob_micro_batch_size (deprecated); with it set, the per-GPU one may be null."""
+    node = f"actor_rollout_ref.{side}"
+    cfg = config(**{f"{node}.log_prob_micro_batch_size_per_gpu": None, f"{node}.log_prob_micro_batch_size": 8})
+    assert not [p for p in batch_problems(cfg, Layout.of(cfg), True) if p.keys[0].startswith(node + ".log_prob")]
