@@ -8,6 +8,7 @@ from functools import cache
 
 import pandas as pd
 import pytest
+from omegaconf import open_dict
 
 from verl_qwen35.checks.files import ARCH_FIELDS, data_problems, model_path_problems
 from verl_qwen35.compose import compose
@@ -194,3 +195,25 @@ def test_without_pyarrow_an_existing_data_file_is_a_warning_not_a_refusal(tmp_pa
     found = data_problems(cfg_with(tmp_path, train, val), missing="error")
     assert [(p.level, p.keys) for p in found] == [("warning", ("data.train_files",)), ("warning", ("data.val_files",))]
     assert found[0].message == f"pyarrow is not installed here: the columns of {train} are not checked"
+
+
+def test_an_unreadable_parquet_is_an_error_even_where_missing_files_are_warnings(tmp_path):
+    """A file that is there but broken is broken on every machine: not a machine check."""
+    bad = tmp_path / "train.parquet"
+    bad.write_text("not parquet")
+    (problem,) = data_problems(cfg_with(tmp_path, bad, write_parquet(tmp_path / "t.parquet")), missing="warning")
+    assert problem.level == "error"
+
+
+def test_the_prompt_column_is_the_one_data_prompt_key_names(tmp_path):
+    """verl's RLHFDataset reads data.prompt_key (default `prompt`): a renamed key needs that column."""
+    train, val = write_parquet(tmp_path / "train.parquet"), write_parquet(tmp_path / "test.parquet")
+    cfg = cfg_with(tmp_path, train, val)
+    cfg.data.prompt_key = "question"
+    found = data_problems(cfg, missing="error")
+    assert [p.message.split(" that ")[0] for p in found] == [
+        f"{path} lacks column(s) ['question']" for path in (train, val)
+    ]
+    with open_dict(cfg):
+        del cfg.data["prompt_key"]  # absent: verl's default, `prompt`, which the files have
+    assert data_problems(cfg, missing="error") == []

@@ -1509,3 +1509,25 @@ def test_the_deprecated_global_log_prob_micro_batch_counts_as_set(side):
     node = f"actor_rollout_ref.{side}"
     cfg = config(**{f"{node}.log_prob_micro_batch_size_per_gpu": None, f"{node}.log_prob_micro_batch_size": 8})
     assert not [p for p in batch_problems(cfg, Layout.of(cfg), True) if p.keys[0].startswith(node + ".log_prob")]
+
+
+@pytest.mark.parametrize(("mcore", "refused"), [((0, 16), True), ((0, 17), True), ((0, 18), False), ((1, 0), False)])
+def test_context_parallel_on_gpu_follows_the_megatron_core_that_has_it_for_gated_deltanet(mcore, refused):
+    """megatron-core asserts cp == 1 for Gated DeltaNet before 0.18 (transformer_config.py)."""
+    from verl_qwen35.checks.layout import layout_problems
+
+    cfg = config()
+    lo = dataclasses.replace(Layout.of(cfg), cp=2, devices_per_node=16)
+    found = [p for p in layout_problems(lo, cfg.model, "gpu", mcore=mcore) if KEYS["cp"] in p.keys]
+    version = f"{mcore[0]}.{mcore[1]}"
+    assert [(p.level, p.message) for p in found] == (
+        [
+            (
+                "error",
+                f"cp=2: megatron-core {version} requires cp=1 for Gated DeltaNet layers (supported from 0.18); "
+                "set parallel.cp=1",
+            )
+        ]
+        if refused
+        else []
+    )
