@@ -1531,3 +1531,121 @@ def test_context_parallel_on_gpu_follows_the_megatron_core_that_has_it_for_gated
         if refused
         else []
     )
+
+
+def _crafted(monkeypatch, **fields):
+    """The real 35B estimate with some of its figures replaced, as memory_problems receives it."""
+    from verl_qwen35.checks import memory
+
+    e = estimate_of(config())
+    crafted = dataclasses.replace(e, **fields)
+    monkeypatch.setattr(memory, "estimate_of", lambda cfg: crafted)
+    return crafted
+
+
+@pytest.mark.parametrize(
+    ("part", "advice"), [("optimizer", "offload the optimizer"), ("reference", "megatron.param_offload=true")]
+)
+@pytest.mark.parametrize("gib", [0.0, 0.5])
+def test_the_training_advice_names_a_part_that_holds_any_memory_at_all(part, advice, gib, monkeypatch):
+    e = estimate_of(config())
+    parts = {**e.train_breakdown, "optimizer": 0.0, "reference": 0.0, part: gib}
+    _crafted(monkeypatch, train_breakdown=parts, train_gib=e.device_memory_gib + 1)
+    (refusal,) = [m for m in _memory() if m[1] == TRAIN_KEYS]
+    assert (advice in refusal[2]) is (gib > 0)
+
+
+def test_rollout_memory_at_exactly_90_percent_is_not_warned(monkeypatch):
+    cap = estimate_of(config()).device_memory_gib
+    _crafted(monkeypatch, rollout_gib=WARN_FRACTION * cap)
+    assert not [m for m in _memory() if m[1] == [UTIL]]
+    _crafted(monkeypatch, rollout_gib=math.nextafter(WARN_FRACTION * cap, math.inf))
+    assert [m[0] for m in _memory() if m[1] == [UTIL]] == ["warning"]
+
+
+@pytest.mark.parametrize(("fit", "refused"), [(0, True), (0.99, True), (1, False), (1.5, False)])
+def test_vllm_must_hold_at_least_one_full_length_sequence(fit, refused, monkeypatch):
+    _crafted(monkeypatch, sequences_fit=fit)
+    keys = [UTIL, "parallel.gen_tp", "data.max_response_length"]
+    assert bool([m for m in _memory() if m[1] == keys]) is refused
+
+
+@pytest.mark.parametrize("vpp", [0, -1, 2.5, "2"])
+def test_no_memory_estimate_for_a_virtual_pipeline_size_that_is_not_a_positive_integer(vpp):
+    key = "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size"
+    assert estimate_of(config("122b_npu", **{key: vpp})) is None
+    assert estimate_of(config("122b_npu", **{key: 2})) is not None
+
+
+def _fake_distribution(tmp_path, monkeypatch, name: str, version: str) -> None:
+    info = tmp_path / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("found", "mcore", "said"),
+    [
+        ("0.16.1", (0, 16), "0.16 (installed)"),
+        ("1.2.0rc1", (1, 2), "1.2 (installed)"),
+        ("dev", None, "0.16 (assumed: megatron-core is not installed here)"),
+        (None, None, "0.16 (assumed: megatron-core is not installed here)"),
+    ],
+)
+def test_the_megatron_core_version_the_rules_follow(found, mcore, said, tmp_path, monkeypatch):
+    """importlib.metadata's answer; none (not installed) or an unreadable one: the Ascend image's 0.16."""
+    from importlib.metadata import PackageNotFoundError
+
+    from verl_qwen35.checks import megatron_keys
+
+    if found is None:
+
+        def version(name: str) -> str:
+            raise PackageNotFoundError(name)
+
+        monkeypatch.setattr(megatron_keys, "version", version)
+    else:
+        _fake_distribution(tmp_path, monkeypatch, "megatron-core", found)
+    megatron_keys.installed_mcore.cache_clear()
+    try:
+        assert megatron_keys.installed_mcore() == mcore
+        assert megatron_keys.mcore_in_use() == (mcore or (0, 16), said)
+    finally:
+        megatron_keys.installed_mcore.cache_clear()
+
+
+def test_ddp_overrides_are_named_where_the_user_sets_them():
+    """Our patch (megatron.override_ddp_config) when it carries them, else the actor's own key (a plain verl config)."""
+    from verl_qwen35.checks.megatron_keys import ddp_key, override_ddp_problems
+
+    ours = compose(["model=35b", "device=gpu", "+megatron.override_ddp_config={bucket_sise: 1}"])
+    assert ddp_key(ours) == "megatron.override_ddp_config"
+    assert [p.keys for p in override_ddp_problems(ours)] == [("megatron.override_ddp_config.bucket_sise",)]
+    plain = copy.deepcopy(ours)
+    with open_dict(plain):
+        del plain["megatron"]
+    assert ddp_key(plain) == "actor_rollout_ref.actor.megatron.override_ddp_config"
+    without = compose(["model=35b", "device=gpu"])
+    if "override_ddp_config" in without.megatron:
+        with open_dict(without):
+            del without.megatron["override_ddp_config"]
+    assert ddp_key(without) == "actor_rollout_ref.actor.megatron.override_ddp_config"
+
+
+@pytest.mark.parametrize("ddp", [None, {}])
+def test_no_ddp_overrides_means_nothing_to_check(ddp):
+    from verl_qwen35.checks.megatron_keys import override_ddp_problems
+
+    cfg = config()
+    OmegaConf.update(cfg, "actor_rollout_ref.actor.megatron.override_ddp_config", ddp, merge=False, force_add=True)
+    assert override_ddp_problems(cfg) == []
+
+
+def test_ddp_overrides_are_typed_by_their_resolved_value():
+    from verl_qwen35.checks.megatron_keys import override_ddp_problems
+
+    cfg = compose(
+        ["model=35b", "device=gpu", "+megatron.override_ddp_config={bucket_size: '${data.train_batch_size}'}"]
+    )
+    assert override_ddp_problems(cfg) == []
