@@ -1649,3 +1649,71 @@ def test_ddp_overrides_are_typed_by_their_resolved_value():
         ["model=35b", "device=gpu", "+megatron.override_ddp_config={bucket_size: '${data.train_batch_size}'}"]
     )
     assert override_ddp_problems(cfg) == []
+
+
+def test_the_ref_side_linked_and_the_actor_plain_is_linked_too():
+    """The mirror of the actor-linked case: whichever side lacks the link gets it."""
+    from verl_qwen35.checks.parity import ACTOR, REF, link_patch
+
+    cfg = compose(["model=35b", "device=gpu", "+megatron.seed=7"])
+    with open_dict(cfg):
+        OmegaConf.select(cfg, ACTOR).seed = 7
+        OmegaConf.select(cfg, REF).seed = "${megatron.seed}"
+    assert link_patch(cfg) == ["seed"]
+    assert OmegaConf.to_container(OmegaConf.select(cfg, ACTOR), resolve=False)["seed"] == "${megatron.seed}"
+
+
+def _without(cfg, *paths: str):
+    cfg = copy.deepcopy(cfg)
+    with open_dict(cfg):
+        for path in paths:
+            parent, _, leaf = path.rpartition(".")
+            node = OmegaConf.select(cfg, parent) if parent else cfg
+            del node[leaf]
+    return cfg
+
+
+def test_a_plain_verl_config_has_no_megatron_patch_to_link_or_check():
+    """No `megatron` section (a plain verl config): nothing to link, no patch keys to check."""
+    from verl_qwen35.checks.parity import link_patch, unknown_patch_errors
+
+    plain = _without(compose(["model=35b", "device=gpu", "+megatron.sead=1"]), "megatron")
+    assert link_patch(plain) == []
+    assert unknown_patch_errors(plain) == []
+
+
+def test_patch_keys_are_checked_against_verls_field_list_only_where_verl_composed_one():
+    """critic.megatron is verl's McoreEngineConfig field list; without it there is nothing to check against."""
+    from verl_qwen35.checks.parity import unknown_patch_errors
+
+    cfg = compose(["model=35b", "device=gpu", "+megatron.sead=1"])
+    assert [(p.keys, p.message) for p in unknown_patch_errors(cfg)] == [
+        (
+            ("megatron.sead",),
+            "is not a field of verl's McoreEngineConfig (verl refuses it); did you mean megatron.seed?",
+        )
+    ]
+    assert unknown_patch_errors(_without(cfg, "critic.megatron")) == []
+
+
+def test_a_layout_number_set_on_the_verl_key_names_both_keys():
+    from verl_qwen35.checks.parity import layout_source_errors
+
+    cfg = config(**{"trainer.nnodes": 2})
+    assert [(p.keys, p.message) for p in layout_source_errors(cfg)] == [
+        (
+            ("trainer.nnodes", "parallel.nnodes"),
+            "trainer.nnodes=2 but parallel.nnodes=1: set parallel.nnodes instead, so every key that follows it agrees",
+        )
+    ]
+
+
+def test_the_plan_says_why_a_config_without_capacities_has_no_memory_estimate():
+    assert memory_lines(_without(config(), "hardware")) == [
+        "memory     (no estimate: this config has no hardware.* capacities or model.num_layers)"
+    ]
+
+
+def test_a_pipeline_split_is_immutable():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Split().first = 1  # type: ignore[misc]
