@@ -396,3 +396,11 @@ def test_parse_layout_expands_groups_and_repeats_like_megatron():
     assert parse_layout("E(t|)*2t*3L") == [["E", "t"], ["t"], ["t", "t", "t", "L"]]
     assert parse_layout("E,t|t,L") == [["E", "t"], ["t", "L"]]
     assert parse_layout("Et*2|(tt|)*2mL") == [["E", "t", "t"], ["t", "t"], ["t", "t"], ["m", "L"]]
+
+
+def test_the_list_form_of_a_layout_names_mtp_and_counts_decoders_per_stage():
+    """The list form names LayerType members; `mtp` places an MTP layer as `m` does in the string form."""
+    with_mtp = [["embedding", *T20], [*T20, "mtp", "loss"]]
+    assert split_problems(40, 2, None, Split(layout=with_mtp), 1) == []
+    assert chunk_layers(40, 2, None, Split(layout=with_mtp)) == [20, 20]
+    assert chunk_layers(40, 2, None, Split(layout=[["Embedding", *T20[:8]], [*T20[:32], "loss"]])) == [8, 32]
