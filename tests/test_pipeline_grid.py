@@ -403,4 +403,4 @@ def test_the_list_form_of_a_layout_names_mtp_and_counts_decoders_per_stage():
     with_mtp = [["embedding", *T20], [*T20, "mtp", "loss"]]
     assert split_problems(40, 2, None, Split(layout=with_mtp), 1) == []
     assert chunk_layers(40, 2, None, Split(layout=with_mtp)) == [20, 20]
-    assert chunk_layers(40, 2, None, Split(layout=[["Embedding", *T20[:8]], [*T20[:32], "loss"]])) == [8, 32]
+    assert chunk_layers(40, 2, None, Split(layout=[["Embedding", *T20[:8]], [*(["decoder"] * 32), "loss"]])) == [8, 32]
