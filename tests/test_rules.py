@@ -302,6 +302,7 @@ def test_two_different_max_model_len_values_warn_and_the_engine_one_counts():
         **{ROLLOUT_LEN: 100_000, ENGINE_LEN: 3000, "data.max_prompt_length": 1000, "data.max_response_length": 3000}
     )
     assert warned.level == "warning" and "the engine kwargs one (3000) reaches vLLM" in warned.message
+    assert warned.keys == (ENGINE_LEN, ROLLOUT_LEN)
     assert refused.level == "error" and refused.keys[0] == ENGINE_LEN
     assert _lengths(**{ROLLOUT_LEN: 4000, ENGINE_LEN: 4000}) == []
 
@@ -1717,3 +1718,95 @@ def test_the_plan_says_why_a_config_without_capacities_has_no_memory_estimate():
 def test_a_pipeline_split_is_immutable():
     with pytest.raises(dataclasses.FrozenInstanceError):
         Split().first = 1  # type: ignore[misc]
+
+
+INTEGER_BETWEEN = "must be an integer between 1 and 65535"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("submit.job_name", "a\x01b", [("submit.job_name", "must not hold a line break or another control character")]),
+        (
+            "submit.job_name",
+            "a b",
+            [("submit.job_name", "must be one word without spaces, quotes or shell characters ($`;|&<>#\\)")],
+        ),
+        (
+            "submit.setup",
+            ["echo a\x07"],
+            [("submit.setup[0]", "must not hold a line break or another control character")],
+        ),
+        ("submit.setup", ["echo $HOME; module load x"], []),  # shell lines, by design
+        ("submit.setup", "echo", [("submit.setup", "must be a list, e.g. submit.setup=[a,b] (or [] for none)")]),
+        ("submit.python", 5, [("submit.python", "must be a non-empty string")]),
+        ("submit.time", 0, [("submit.time", "use Slurm's --time format, e.g. 90, 4:00:00 or 2-00:00:00")]),
+        ("submit.time", 1, []),
+        ("submit.time", "4:00:00", []),
+        ("submit.time", True, [("submit.time", "use Slurm's --time format, e.g. 90, 4:00:00 or 2-00:00:00")]),
+        ("submit.cpus_per_node", 0, [("submit.cpus_per_node", "must be an integer >= 1")]),
+        ("submit.cpus_per_node", 1, []),
+        ("submit.exclusive", "maybe", [("submit.exclusive", "must be true or false")]),
+        ("submit.sbatch", ["qos=high"], [("submit.sbatch", "one sbatch option per entry, e.g. '--qos=high'")]),
+        ("submit.sbatch", ["--constraint=a100&ib"], []),  # Slurm's constraint syntax: not a shell word
+        ("submit.mounts", ["/data"], [("submit.mounts", "one host:container pair per entry, no comma")]),
+        ("submit.mounts", ["/data:/data"], []),
+        ("submit.ray", None, [("submit.ray", "must be the mapping of conf/submit/slurm.yaml")]),
+        *[
+            (f"submit.ray.{name}", port, [] if ok else [(f"submit.ray.{name}", INTEGER_BETWEEN)])
+            for name in ("port", "dashboard_port", "client_server_port")
+            for port, ok in ((0, False), (1, True), (65535, True), (65536, False))
+        ],
+        (
+            "submit.ray.client_server_port",
+            6379,
+            [
+                (
+                    ("submit.ray.port", "submit.ray.client_server_port"),
+                    "are the same port; Ray needs a different one for each",
+                )
+            ],
+        ),
+        ("submit.ray.wait_timeout", 0, [("submit.ray.wait_timeout", "must be an integer >= 1")]),
+        ("submit.ray.wait_timeout", 1, []),
+    ],
+)
+def test_each_slurm_submit_value_is_judged_with_its_exact_reason(key, value, expected):
+    cfg = compose(["model=35b", "device=gpu", "submit=slurm"])
+    OmegaConf.update(cfg, key, value, merge=False)
+    found = [(p.keys, p.message) for p in submit_problems(cfg)]
+    want = []
+    for keys, reason in expected:
+        keys = (keys,) if isinstance(keys, str) else keys
+        if reason.startswith("are the same port"):
+            want.append((keys, f"{' and '.join(keys)} {reason}"))
+        elif key.startswith(("submit.sbatch", "submit.mounts")) and not reason.startswith("must"):
+            entry = value[0]
+            what = "sbatch" if key == "submit.sbatch" else "mounts"
+            want.append((keys, f"submit.{what} entry {entry!r}: {reason}"))
+        else:
+            shown = value[0] if keys[0].endswith("[0]") else value
+            want.append((keys, f"{keys[0]}={shown!r}: {reason}"))
+    assert found == want
+
+
+def test_a_rollout_replica_that_does_not_divide_the_world_names_its_three_sizes():
+    from verl_qwen35.checks.rollout import rollout_problems
+
+    cfg = config()  # 8 GPUs
+    lo = dataclasses.replace(Layout.of(cfg), gen_tp=2, gen_dp=3)
+    found = [(p.keys, p.message) for p in rollout_problems(lo, cfg.model, "vllm") if "rollout tp*dp*pp" in p.message]
+    assert found == [
+        (
+            (KEYS["gen_tp"], KEYS["gen_dp"], KEYS["gen_pp"]),
+            "world 8 is not divisible by rollout tp*dp*pp=2*3*1=6; rollout tp may be one of [1, 2, 4, 8]",
+        )
+    ]
+
+
+def test_the_packing_rules_read_the_installed_megatron_core():
+    """sequences.megatron_core_version is megatron_keys.installed_mcore (package metadata, no import)."""
+    from verl_qwen35.checks.megatron_keys import installed_mcore
+    from verl_qwen35.checks.sequences import megatron_core_version
+
+    assert megatron_core_version() == installed_mcore() == (0, 16)
