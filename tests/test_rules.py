@@ -1769,6 +1769,8 @@ INTEGER_BETWEEN = "must be an integer between 1 and 65535"
         ),
         ("submit.ray.wait_timeout", 0, [("submit.ray.wait_timeout", "must be an integer >= 1")]),
         ("submit.ray.wait_timeout", 1, []),
+        ("submit.ray.interface", "ib 0", [("submit.ray.interface", "a network interface, e.g. ib0")]),
+        ("submit.ray.interface", "ib0", []),
     ],
 )
 def test_each_slurm_submit_value_is_judged_with_its_exact_reason(key, value, expected):
