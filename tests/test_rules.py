@@ -1812,3 +1812,26 @@ def test_the_packing_rules_read_the_installed_megatron_core():
     from verl_qwen35.checks.sequences import megatron_core_version
 
     assert megatron_core_version() == installed_mcore() == (0, 16)
+
+
+def test_submit_values_are_judged_only_where_there_is_a_submit_section_and_a_known_backend():
+    plain = _without(config(), "submit") if "submit" in config() else config()
+    assert submit_problems(plain) == []
+    cfg = compose(["model=35b", "device=gpu", "submit=slurm"])
+    cfg.submit.backend = "pbs"
+    assert [(p.keys, p.message) for p in submit_problems(cfg)] == [
+        (("submit.backend",), "submit.backend='pbs': use submit=slurm, submit=ray_job or submit=none")
+    ]
+
+
+def test_a_config_without_router_replay_counts_as_disabled():
+    """verl's default router_replay.mode is disabled; a config (e.g. verl 0.8's) without the node passes."""
+    from verl_qwen35.checks.verl_settings import verl_setting_problems
+
+    cfg = config()
+    for side in ("actor", "ref"):
+        megatron = OmegaConf.select(cfg, f"actor_rollout_ref.{side}.megatron")
+        if "router_replay" in megatron:
+            with open_dict(megatron):
+                del megatron["router_replay"]
+    assert verl_setting_problems(cfg) == []
