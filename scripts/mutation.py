@@ -710,7 +710,13 @@ def main() -> int:
         mutants = [m for m in mutants if key(m) in saved and not saved[key(m)].startswith("error")]
         runnable = [m for m in runnable if m in mutants]
     rerun = {"survived"} if args.rerun_survivors else set()
-    todo = [m for m in runnable if key(m) not in saved or saved[key(m)] in rerun or saved[key(m)].startswith("error")]
+    allowed = equivalents()  # an equivalent mutant survives any test: rerunning it only costs its tests' time
+
+    def again(m: Mutant) -> bool:
+        verdict = saved[key(m)]
+        return (verdict in rerun and m.ident not in allowed) or verdict.startswith("error")
+
+    todo = [m for m in runnable if key(m) not in saved or again(m)]
     result = {m.ident: saved[key(m)] for m in runnable if key(m) in saved}
     started = time.monotonic()
     print(f"{len(mutants)} mutants in {len(modules)} modules; {len(todo)} to run, {args.jobs} jobs", flush=True)
@@ -721,7 +727,7 @@ def main() -> int:
         print(f"child logs in {logs}", flush=True)
         owners = baseline(sorted({m.module for m in todo}), logs)
         result |= run_all(todo, args.jobs, owners, max(120.0, 2 * owners.seconds), logs, record)
-    ok = report(mutants, result, equivalents(), totals)
+    ok = report(mutants, result, allowed, totals)
     print(f"\n{len(todo)} mutants run in {time.monotonic() - started:.0f}s")
     if args.ray and strip_runtime_env_mutant():
         ok = False

@@ -57,12 +57,14 @@ def test_a_job_that_raises_is_recorded_failed_and_the_summary_still_written(tmp_
 def test_ctrl_c_writes_the_summary_of_finished_jobs_and_marks_the_rest(tmp_path):
     command = [sys.executable, "-m", "verl_qwen35", "-m", "device=gpu", "model=35b", "dry_run=true"]
     job = subprocess.Popen(
-        # 32 jobs: after job 2 the rest take seconds, so the signal lands mid-sweep even on a loaded machine.
+        # 128 jobs: a job takes ~0.08 s, so after job 2 the rest take ~10 s and the signal lands mid-sweep
+        # even on a loaded machine (with 32 jobs a fast machine could finish before the poll sees job 2).
         [
             *command,
             "parallel.tp=1,2,4,8",
             "parallel.ep=1,2,4,8",
             "parallel.pp=1,2",
+            "data.train_batch_size=32,64,96,128",
             f"hydra.sweep.dir={tmp_path}/sweep",
         ],
         cwd=tmp_path,
@@ -78,7 +80,7 @@ def test_ctrl_c_writes_the_summary_of_finished_jobs_and_marks_the_rest(tmp_path)
     assert job.returncode == 130, err
     assert "Traceback" not in out + err and "interrupted" in err
     rows = json.loads((tmp_path / "sweep" / "summary.json").read_text())
-    assert len(rows) == 32
+    assert len(rows) == 128
     statuses = [r["status"] for r in rows]
     finished = statuses.index("interrupted") if "interrupted" in statuses else statuses.index("not run")
     assert finished >= 2 and set(statuses[:finished]) <= {"ok", "refused"}  # some layouts do not fit
