@@ -1749,6 +1749,11 @@ INTEGER_BETWEEN = "must be an integer between 1 and 65535"
         ("submit.exclusive", "maybe", [("submit.exclusive", "must be true or false")]),
         ("submit.sbatch", ["qos=high"], [("submit.sbatch", "one sbatch option per entry, e.g. '--qos=high'")]),
         ("submit.sbatch", ["--constraint=a100&ib"], []),  # Slurm's constraint syntax: not a shell word
+        (
+            "submit.sbatch",
+            "--qos=high",
+            [("submit.sbatch", "must be a list, e.g. submit.sbatch=[a,b] (or [] for none)")],
+        ),
         ("submit.mounts", ["/data"], [("submit.mounts", "one host:container pair per entry, no comma")]),
         ("submit.mounts", ["/data:/data"], []),
         ("submit.ray", None, [("submit.ray", "must be the mapping of conf/submit/slurm.yaml")]),
@@ -1835,3 +1840,57 @@ def test_a_config_without_router_replay_counts_as_disabled():
             with open_dict(megatron):
                 del megatron["router_replay"]
     assert verl_setting_problems(cfg) == []
+
+
+def test_r2_is_judged_on_the_actors_router_replay_and_without_a_rollout_correction_section():
+    """verl checks the actor's engine router_replay; no rollout_correction section means no bypass."""
+    from verl_qwen35.checks.verl_settings import verl_setting_problems
+
+    replay, bypass = "actor_rollout_ref.actor.megatron.router_replay.mode", "algorithm.rollout_correction.bypass_mode"
+    actor_only = config(**{replay: "R2", "actor_rollout_ref.ref.megatron.router_replay.mode": "disabled", bypass: True})
+    assert [p.keys for p in verl_setting_problems(actor_only)] == [(replay, bypass)]
+    no_section = config(**{replay: "R2"})
+    if "rollout_correction" in no_section.algorithm:
+        with open_dict(no_section):
+            del no_section.algorithm["rollout_correction"]
+    assert verl_setting_problems(no_section) == []
+
+
+@pytest.mark.parametrize(("temperature", "refused"), [(0, True), (-0.1, True), (0.5, False), (1.0, False)])
+def test_sampling_during_validation_needs_a_positive_temperature(temperature, refused):
+    from verl_qwen35.checks.verl_settings import verl_setting_problems
+
+    rollout = "actor_rollout_ref.rollout"
+    cfg = config(**{f"{rollout}.val_kwargs.do_sample": True, f"{rollout}.temperature": temperature})
+    found = [(p.keys, p.message) for p in verl_setting_problems(cfg)]
+    assert found == (
+        [
+            (
+                (f"{rollout}.temperature", f"{rollout}.val_kwargs.do_sample"),
+                f"={temperature}: sampling during validation needs temperature > 0",
+            )
+        ]
+        if refused
+        else []
+    )
+
+
+@pytest.mark.parametrize(
+    ("node", "name"),
+    [
+        ("actor_rollout_ref.actor", "ppo_micro_batch_size"),
+        ("actor_rollout_ref.rollout", "log_prob_micro_batch_size"),
+        ("actor_rollout_ref.ref", "log_prob_micro_batch_size"),
+    ],
+)
+def test_the_deprecated_global_micro_batch_and_the_per_gpu_one_exclude_each_other(node, name):
+    """verl/utils/config.py check_mutually_exclusive, per side (actor, rollout, ref)."""
+    from verl_qwen35.checks.verl_settings import verl_setting_problems
+
+    cfg = config(**{f"{node}.{name}": 8, f"{node}.{name}_per_gpu": 1})
+    assert [(p.keys, p.message) for p in verl_setting_problems(cfg)] == [
+        (
+            (f"{node}.{name}", f"{node}.{name}_per_gpu"),
+            f"both are set; remove {node}.{name} (deprecated, only *_per_gpu is supported)",
+        )
+    ]
