@@ -240,12 +240,12 @@ def bench_sweep(rounds: int, tmp: Path, single: Timed) -> list[Row]:
 
 def bench_planner(rounds: int, tmp: Path) -> list[Row]:
     """The layout planner on 397B / 16 x 16 NPUs: the whole command, and its own search time."""
-    cmd = ["-m", "verl_qwen35.layouts", *PLANNER]
+    cmd = ["-m", "verl_qwen35.cli.plan", *PLANNER]
     run(cmd, tmp)  # warm
     runs = [run(cmd, tmp) for _ in range(max(3, rounds // 2))]
     med, rows, line = summary("planner", "planner", runs)
     inner = [float(m.group(1)) for r in runs if (m := re.search(r"^took (\d+\.\d+) s", r.stdout, re.MULTILINE))]
-    print(f"planner: {len(runs)} runs of python -m verl_qwen35.layouts {' '.join(PLANNER)}")
+    print(f"planner: {len(runs)} runs of python -m verl_qwen35.cli.plan {' '.join(PLANNER)}")
     print(line)
     if inner:
         print(f"  after start-up (compose, search, verify): median {fmt(statistics.median(inner))}")

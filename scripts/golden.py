@@ -13,8 +13,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from verl_qwen35.compose import compose
-from verl_qwen35.versions import installed_verl_schema
+from verl_qwen35.config import compose
+from verl_qwen35.installed import installed_verl_schema
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 PRESETS = [(m, d) for m in ("35b", "122b", "397b") for d in ("gpu", "npu")]

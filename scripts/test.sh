@@ -4,9 +4,11 @@
 #
 #   bash scripts/test.sh [0.9|0.8] [pytest args...]     (default 0.9)
 #
-# The venv is .venv-verl<version> in the repo root, removed and recreated on every run so that
-# nothing installed by hand leaks in. torch is pinned through constraints/verl-<version>.txt
-# (an unpinned torch pulls a multi-GB CUDA build); for 0.8 the constraints also pin verl==0.8.0.
+# The venv is .venv-verl<version> in the repo root. It is reused while the constraints file and
+# pyproject.toml are unchanged (their digest is kept in the venv); otherwise, or when it is missing
+# or broken, it is removed and made anew, so nothing installed by hand outlives a change. torch is
+# pinned through constraints/verl-<version>.txt (an unpinned torch pulls a multi-GB CUDA build);
+# for 0.8 the constraints also pin verl==0.8.0. FRESH=1 forces a new venv.
 set -euo pipefail
 
 version="${1:-0.9}"
@@ -24,16 +26,23 @@ python="${PYTHON:-python3.11}"
 seconds() { date +%s; }
 start=$(seconds)
 
-echo "== verl ${version}: fresh ${venv} ($("$python" --version))"
-rm -rf "$venv"
-"$python" -m venv "$venv"
 # pip -q still warns about each package that this machine's local extra indexes lack: drop that noise.
 pip_install() {
   "$venv/bin/python" -m pip install --quiet "$@" 2>&1 \
     | { grep -v "^WARNING: Location 'file:.*' is ignored: it is neither a file nor a directory" || true; }
 }
-pip_install --upgrade pip
-pip_install -c "$constraints" -e '.[test]'
+digest=$(cat "$constraints" pyproject.toml | sha256sum | cut -d' ' -f1)
+stamp="$venv/.verl_qwen35_inputs"
+if [ "${FRESH:-0}" != 1 ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ] && "$venv/bin/python" -c "import verl_qwen35" 2>/dev/null; then
+  echo "== verl ${version}: reusing ${venv} (constraints and pyproject.toml unchanged)"
+else
+  echo "== verl ${version}: fresh ${venv} ($("$python" --version))"
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  pip_install --upgrade pip
+  pip_install -c "$constraints" -e '.[test]'
+  echo "$digest" > "$stamp"
+fi
 
 "$venv/bin/python" - "$version" <<'EOF'
 import sys

@@ -11,7 +11,7 @@ import pytest
 from hydra.core.hydra_config import HydraConfig
 from hypothesis import settings
 
-from verl_qwen35 import __main__ as entrypoint
+from verl_qwen35.cli.main import main
 
 COMBOS = [("35b", "gpu"), ("35b", "npu"), ("122b", "gpu"), ("122b", "npu"), ("397b", "gpu"), ("397b", "npu")]
 
@@ -62,8 +62,7 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFi
         monkeypatch.setattr(sys, "argv", ["verl_qwen35", *argv])
         capfd.readouterr()
         try:
-            entrypoint.main()
-            code = 0
+            code = main()
         except SystemExit as stop:
             code = exit_code(stop)
         captured = capfd.readouterr()
@@ -86,7 +85,7 @@ def _job_variable_names() -> frozenset[str]:
     """The variables the job environment sets or clears on any device (conf/config.yaml, conf/device/*)."""
     from omegaconf import OmegaConf
 
-    from verl_qwen35.paths import conf_dir
+    from verl_qwen35.installed import conf_dir
 
     names: set[str] = set()
     for path in [conf_dir() / "config.yaml", *sorted((conf_dir() / "device").glob("*.yaml"))]:

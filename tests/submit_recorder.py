@@ -39,8 +39,10 @@ def install_recorder(out: Path) -> None:
 def main() -> None:
     flag, module, *args = sys.argv[1:]
     assert flag == "-m", f"usage: python -m tests.submit_recorder -m MODULE ARGS (got {sys.argv[1:]})"
-    if module == "verl_qwen35.relaunch":  # installed when the relaunch launches (importing verl takes seconds)
-        from verl_qwen35 import launch
+    if module == "verl_qwen35" and args[:1] == [
+        "relaunch"
+    ]:  # installed when the relaunch launches (importing verl takes seconds)
+        from verl_qwen35.run import launch
 
         real_launch = launch.launch
 

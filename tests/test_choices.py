@@ -5,9 +5,9 @@ import sys
 
 import pytest
 
-from verl_qwen35.choices import ChoiceError, check_choices, implicit_overrides, options
-from verl_qwen35.cmdline import parse_overrides
-from verl_qwen35.compose import compose
+from verl_qwen35.config import compose
+from verl_qwen35.config.choices import ChoiceError, check_choices, implicit_overrides, options
+from verl_qwen35.config.overrides import parse_overrides
 
 
 def test_our_options_exclude_verls_model_group():

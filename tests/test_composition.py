@@ -3,9 +3,9 @@
 import pytest
 from omegaconf import OmegaConf
 
-from verl_qwen35.checks.parity import PARALLEL_KEYS
-from verl_qwen35.compose import compose
-from verl_qwen35.flat import flatten
+from verl_qwen35.config import compose
+from verl_qwen35.config.schema import PARALLEL_KEYS
+from verl_qwen35.review.flat import flatten
 
 from .conftest import REFERENCE_LAYOUTS
 
@@ -87,7 +87,7 @@ def test_flattened_verl_base_equals_live_composition_of_installed_verl():
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from verl_qwen35.paths import verl_config_dir
+    from verl_qwen35.installed import verl_config_dir
 
     with initialize_config_dir(str(verl_config_dir()), version_base=None):
         live = hydra_compose("ppo_trainer", overrides=["model_engine=megatron"])

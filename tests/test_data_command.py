@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from verl_qwen35.data import FILES, fetch
+from verl_qwen35.cli.data import FILES, fetch
 
 
 def test_existing_files_are_kept_without_touching_the_network(tmp_path, capsys):

@@ -9,8 +9,8 @@ import importlib.util
 
 import pytest
 
-from verl_qwen35.choices import detect_device
-from verl_qwen35.compose import compose
+from verl_qwen35.config import compose
+from verl_qwen35.installed import detect_device
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from verl_qwen35.compose import compose
-from verl_qwen35.diff import main as diff_main
-from verl_qwen35.versions import installed_verl_schema
+from verl_qwen35.config import compose
+from verl_qwen35.installed import installed_verl_schema
+from verl_qwen35.cli.diff import main as diff_main
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 GPU, NPU = "device=gpu model=122b", "device=npu model=122b"
@@ -138,7 +138,7 @@ def test_env_reads_are_shown_not_resolved(tmp_path, capsys, monkeypatch):
 
 def test_piped_into_head_ends_quietly(tmp_path):
     run = subprocess.run(
-        f"{sys.executable} -m verl_qwen35.diff 'device=gpu model=35b' 'device=npu model=122b' | head -2",
+        f"{sys.executable} -m verl_qwen35.review.diff 'device=gpu model=35b' 'device=npu model=122b' | head -2",
         shell=True,
         capture_output=True,
         text=True,
@@ -148,7 +148,7 @@ def test_piped_into_head_ends_quietly(tmp_path):
 
 
 def test_the_console_script_exists():
-    run = subprocess.run([sys.executable, "-m", "verl_qwen35.diff", "--help"], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "verl_qwen35.review.diff", "--help"], capture_output=True, text=True)
     assert run.returncode == 0 and "--ignore" in run.stdout
 
 
@@ -157,7 +157,7 @@ def test_plain_verl_config_mismatch_is_called_out_too(tmp_path, capsys):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from verl_qwen35.paths import verl_config_dir
+    from verl_qwen35.installed import verl_config_dir
 
     with initialize_config_dir(str(verl_config_dir()), version_base=None):
         seed_like = hydra_compose(

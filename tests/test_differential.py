@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from verl_qwen35.checks.batches import share_problems
-from verl_qwen35.checks.layout import Layout, layout_problems
-from verl_qwen35.checks.pipeline import Split
+from verl_qwen35.checks.layout import layout_problems
 from verl_qwen35.checks.transformer import transformer_problems
-from verl_qwen35.paths import conf_dir
-from verl_qwen35.validators import micro_batch_refusal, real_transformer_problems
+from verl_qwen35.installed import conf_dir
+from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.pipeline import Split
+from verl_qwen35.validators.real import micro_batch_refusal, real_transformer_problems
 
 DRAWS = 2500
 ARCH = {name: OmegaConf.load(Path(conf_dir()) / "model" / f"{name}.yaml").model for name in ("35b", "122b")}

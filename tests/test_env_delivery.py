@@ -19,7 +19,7 @@ import ray
 
 from tests.ray_head import separate_ray_head
 from tests.test_forwarding import PROXIES, launch  # noqa: F401  (the launch fixture)
-from verl_qwen35.compose import compose
+from verl_qwen35.config import compose
 
 # The node's own shell: proxies the job must clear, values the job must override, and a
 # marker proving the worker ran on this node and not on a Ray the driver started.

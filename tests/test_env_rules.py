@@ -10,8 +10,8 @@ import pytest
 from omegaconf import open_dict
 
 from tests.environ import cleared
-from verl_qwen35.compose import compose
-from verl_qwen35.environment import apply_env, effective_env, job_environment
+from verl_qwen35.config import compose
+from verl_qwen35.run.environment import apply_env, effective_env, job_environment
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ SECRET_WORDS = [
 
 @pytest.mark.parametrize("word", SECRET_WORDS)
 def test_each_secret_word_marks_a_variable_secret(word):
-    from verl_qwen35.environment import looks_secret
+    from verl_qwen35.config.secrets import looks_secret
 
     assert looks_secret(f"MY_{word}")
     assert looks_secret(f"my_{word.lower()}")
@@ -93,7 +93,7 @@ def test_each_secret_word_marks_a_variable_secret(word):
     "word", ["MODE", "TYPE", "METHOD", "ENABLE", "ENABLED", "DISABLE", "DISABLED", "SOCK", "TIMEOUT"]
 )
 def test_each_setting_word_makes_a_secret_named_variable_a_setting(word):
-    from verl_qwen35.environment import looks_secret
+    from verl_qwen35.config.secrets import looks_secret
 
     assert not looks_secret(f"RAY_AUTH_{word}") and not looks_secret(f"MY_TOKEN_{word.lower()}")
     assert looks_secret(f"RAY_AUTH_{word}_TOKEN"), "only the last word decides"
@@ -103,7 +103,7 @@ def test_each_setting_word_makes_a_secret_named_variable_a_setting(word):
     "name", ["MONKEY", "PASSAGE_COUNT", "TOKENIZERS_PARALLELISM", "MAX_TOKENS", "AUTHOR", "KEYBOARD", "RAY_AUTH_MODE"]
 )
 def test_words_that_only_contain_a_secret_word_are_not_secret(name):
-    from verl_qwen35.environment import looks_secret
+    from verl_qwen35.config.secrets import looks_secret
 
     assert not looks_secret(name)
 
@@ -113,7 +113,7 @@ def test_words_that_only_contain_a_secret_word_are_not_secret(name):
     ["HFTOKEN", "MYAPIKEY", "DBPASSWORD", "DBPASSWD", "GITSECRET", "SSHPASSPHRASE", "AWSCREDENTIAL", "AWSCREDENTIALS"],
 )
 def test_a_long_word_ending_in_a_secret_word_is_secret(name):
-    from verl_qwen35.environment import looks_secret
+    from verl_qwen35.config.secrets import looks_secret
 
     assert looks_secret(name)
 
@@ -127,13 +127,13 @@ def test_job_environment_takes_the_shell_value_by_default_and_the_config_value_w
 
 
 def test_a_long_word_ending_in_a_secret_word_counts_from_seven_letters():
-    from verl_qwen35.environment import looks_secret
+    from verl_qwen35.config.secrets import looks_secret
 
     assert looks_secret("HFTOKEN") and not looks_secret("XTOKEN"), "6 letters: a word of its own, 7: a name + TOKEN"
 
 
 def test_a_shell_secret_value_counts_from_ten_characters():
-    from verl_qwen35.environment import shell_secrets
+    from verl_qwen35.config.secrets import shell_secrets
 
     ten, nine = "abcd-12345", "abcd-1234"
     assert shell_secrets({"MY_TOKEN": ten, "HF_TOKEN": nine}) == {"MY_TOKEN": ten}
@@ -143,7 +143,7 @@ def test_a_shell_secret_value_counts_from_ten_characters():
 def test_an_env_that_is_not_a_mapping_is_refused_naming_env(env):
     from omegaconf import OmegaConf
 
-    from verl_qwen35.environment import env_problems
+    from verl_qwen35.checks.env import env_problems
 
     ((key, why),) = env_problems(OmegaConf.create({"env": env}))
     assert key == "env" and why.startswith("env=") and "env holds `set` (NAME: value) and `unset`" in why, why
@@ -163,7 +163,7 @@ def test_an_env_that_is_not_a_mapping_is_refused_naming_env(env):
 def test_each_malformed_part_of_env_is_refused_naming_its_key(env, key, why):
     from omegaconf import OmegaConf
 
-    from verl_qwen35.environment import env_problems
+    from verl_qwen35.checks.env import env_problems
 
     assert env_problems(OmegaConf.create({"env": {"set": {"A": 1}, "unset": ["b"]}})) == []
     ((found_key, found_why),) = env_problems(OmegaConf.create({"env": env}))
@@ -174,7 +174,7 @@ def test_each_malformed_part_of_env_is_refused_naming_its_key(env, key, why):
 def test_env_names_of_a_malformed_env_are_none(env):
     from omegaconf import OmegaConf
 
-    from verl_qwen35.environment import env_names
+    from verl_qwen35.run.environment import env_names
 
     assert env_names(OmegaConf.create({"env": env})) == []
     assert env_names(OmegaConf.create({"env": {"set": {"A": 1, "B": "x"}}})) == ["A", "B"]

@@ -5,9 +5,10 @@ import os
 import pytest
 
 from tests.environ import cleared
-from verl_qwen35.compose import compose
-from verl_qwen35.environment import apply_env, effective_env, from_shell, looks_secret
+from verl_qwen35.config import compose
+from verl_qwen35.config.secrets import looks_secret
 from verl_qwen35.errors import UserError
+from verl_qwen35.run.environment import apply_env, effective_env, from_shell
 
 PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
 

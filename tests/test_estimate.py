@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from verl_qwen35.checks import preflight
-from verl_qwen35.checks.layout import Layout, layout_problems
-from verl_qwen35.compose import compose
-from verl_qwen35.estimate import GIB, ModelFacts, Settings, estimate, estimate_layout
+from verl_qwen35.checks.layout import layout_problems
+from verl_qwen35.config import compose
+from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.memory import GIB, ModelFacts, Settings, estimate, estimate_layout
 
 # shared/reference/README.md, "Model architecture" and "397B facts" (no 397B preset ships in this branch).
 QWEN35_397B = {
@@ -119,7 +120,7 @@ def test_refusal_reaches_the_user_as_exit_2_without_traceback(tmp_path):
 
 def test_estimate_command_prints_json_with_the_promised_keys():
     run = subprocess.run(
-        [sys.executable, "-m", "verl_qwen35.estimate", "device=npu", "model=122b", "--format", "json"],
+        [sys.executable, "-m", "verl_qwen35.model.memory", "device=npu", "model=122b", "--format", "json"],
         capture_output=True,
         text=True,
     )
@@ -132,7 +133,7 @@ def test_estimate_command_prints_json_with_the_promised_keys():
 
 def test_estimate_command_exits_2_when_it_does_not_fit():
     run = subprocess.run(
-        [sys.executable, "-m", "verl_qwen35.estimate", "device=gpu", "model=122b", "parallel.nnodes=1"]
+        [sys.executable, "-m", "verl_qwen35.model.memory", "device=gpu", "model=122b", "parallel.nnodes=1"]
         + ["parallel.pp=1"],
         capture_output=True,
         text=True,
@@ -354,7 +355,7 @@ def test_a_log_prob_micro_batch_too_large_is_refused_naming_it():
     assert memory.level == "error" and rollout in memory.message and "log-prob pass" in memory.message
 
 
-@pytest.mark.parametrize("module", ["verl_qwen35.estimate", "verl_qwen35.checks.memory", "verl_qwen35.layouts"])
+@pytest.mark.parametrize("module", ["verl_qwen35.model.memory", "verl_qwen35.checks.memory", "verl_qwen35.cli.plan"])
 def test_each_module_imports_first(module: str) -> None:
     """estimate.py and checks/ import each other's modules: any of them may be the first one loaded."""
     done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from verl_qwen35.paths import conf_dir
+from verl_qwen35.installed import conf_dir
 
 BASE = ("device=gpu", "model=35b", "dry_run=true")
 SHELL_SECRET = "sk-live-7f3a9c2e1b"

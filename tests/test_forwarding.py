@@ -26,12 +26,12 @@ from omegaconf import OmegaConf
 from verl.utils.device import auto_set_device
 
 from tests.tiny_data import write_geo3k_stub
-from verl_qwen35 import __main__ as entrypoint
-from verl_qwen35.compose import compose
-from verl_qwen35.environment import effective_env
-from verl_qwen35.flat import flatten
-from verl_qwen35.launch_record import absolute_checkpoint_dir
-from verl_qwen35.paths import verl_config_dir
+from verl_qwen35.cli import main as entrypoint
+from verl_qwen35.config import compose
+from verl_qwen35.installed import verl_config_dir
+from verl_qwen35.review.flat import flatten
+from verl_qwen35.run.environment import effective_env
+from verl_qwen35.run.launch_record import absolute_checkpoint_dir
 
 from .conftest import REFERENCE_LAYOUTS
 
@@ -241,7 +241,7 @@ def test_launch_sweep_jobs_get_their_own_ray_env_and_checkpoints(launch, tmp_pat
 
 
 def test_relaunch_from_another_directory_sends_the_same_config_and_checkpoint(launch, tmp_path, monkeypatch):
-    from verl_qwen35.relaunch import main as relaunch
+    from verl_qwen35.cli.relaunch import main as relaunch
 
     first, _ = launch("model=122b", "device=gpu")
     (saved,) = tmp_path.glob("outputs/*/*/launch.yaml")

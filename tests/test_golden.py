@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from verl_qwen35.versions import installed_verl_schema
+from verl_qwen35.installed import installed_verl_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "golden.py"

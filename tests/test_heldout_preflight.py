@@ -9,8 +9,8 @@ import warnings
 import pytest
 
 from verl_qwen35.checks import device_of, preflight
-from verl_qwen35.compose import compose
-from verl_qwen35.validators import real_problems
+from verl_qwen35.config import compose
+from verl_qwen35.validators.real import real_problems
 
 ADD = "+megatron.override_transformer_config"
 M = "megatron.override_transformer_config"

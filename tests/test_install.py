@@ -6,8 +6,8 @@ check the other side, in this (launch + test) environment.
 
 import importlib.util
 
-from verl_qwen35.install import launch_install_command, missing_verl_runtime, runtime_problems
-from verl_qwen35.paths import verl_config_dir
+from verl_qwen35.installed import launch_install_command, missing_verl_runtime, verl_config_dir
+from verl_qwen35.run.machine import runtime_problems
 
 
 def test_this_environment_has_verl_runtime_so_nothing_is_refused():

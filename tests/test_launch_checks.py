@@ -11,10 +11,12 @@ import sys
 import pytest
 from omegaconf import OmegaConf
 
-from verl_qwen35.checks.machine import launch_problems
-from verl_qwen35.compose import compose
+from verl_qwen35.config import compose
+from verl_qwen35.run.machine import launch_problems
 
-DOCTOR = "install it in every node's environment (python -m verl_qwen35.doctor device={device} lists the whole stack)"
+DOCTOR = (
+    "install it in every node's environment (python -m verl_qwen35.cli.doctor device={device} lists the whole stack)"
+)
 
 
 def problems(device: str, *overrides: str) -> list:

@@ -11,9 +11,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from verl_qwen35.checks.layout import Layout, layout_problems
+from verl_qwen35.checks.layout import layout_problems
 from verl_qwen35.checks.rollout import rollout_problems
-from verl_qwen35.paths import conf_dir
+from verl_qwen35.installed import conf_dir
+from verl_qwen35.model.layout import Layout
 
 ARCH = {name: OmegaConf.load(Path(conf_dir()) / "model" / f"{name}.yaml").model for name in ("35b", "122b", "397b")}
 # Tiny made-up models, each with a tp that breaks exactly one head rule (the real ones break several).

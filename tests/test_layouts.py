@@ -10,10 +10,11 @@ import pytest
 from omegaconf import OmegaConf
 
 from verl_qwen35.checks import device_of
-from verl_qwen35.checks.layout import Layout
-from verl_qwen35.compose import compose
-from verl_qwen35.estimate import ModelFacts, Settings, estimate_layout
-from verl_qwen35.layout_search import (
+from verl_qwen35.cli.plan import main, name_of
+from verl_qwen35.config import compose
+from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.memory import ModelFacts, Settings, estimate_layout
+from verl_qwen35.planner.search import (
     Plain,
     bubble,
     rollout_layouts,
@@ -23,7 +24,6 @@ from verl_qwen35.layout_search import (
     verify,
     with_layout,
 )
-from verl_qwen35.layouts import main, name_of
 
 from .conftest import REFERENCE_LAYOUTS
 
@@ -42,7 +42,7 @@ def published(combo) -> Layout:
 
 def planner(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "verl_qwen35.layouts", *args], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "verl_qwen35.cli.plan", *args], capture_output=True, text=True, check=False
     )
 
 
@@ -137,7 +137,7 @@ def test_sweep_over_the_top_layouts_is_one_command(tmp_path):
         [
             sys.executable,
             "-m",
-            "verl_qwen35.layouts",
+            "verl_qwen35.cli.plan",
             "model=35b",
             "device=gpu",
             "--top",

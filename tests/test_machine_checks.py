@@ -11,7 +11,7 @@ import pytest
 from omegaconf import open_dict
 
 from verl_qwen35.checks.files import ARCH_FIELDS, data_problems, model_path_problems
-from verl_qwen35.compose import compose
+from verl_qwen35.config import compose
 
 ROW = {
     "data_source": "hiyouga/geometry3k",

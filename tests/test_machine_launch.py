@@ -14,16 +14,16 @@ from ray._private.services import canonicalize_bootstrap_address
 
 from tests.ray_head import separate_ray_head
 from tests.tiny_data import write_geo3k_stub
-from verl_qwen35.compose import compose
-from verl_qwen35.devices import device_problems
-from verl_qwen35.doctor import main as doctor
-from verl_qwen35.stack import cann_version, check, satisfies, torch_cuda
+from verl_qwen35.cli.doctor import main as doctor
+from verl_qwen35.config import compose
+from verl_qwen35.run.devices import device_problems
+from verl_qwen35.run.stack import cann_version, check, satisfies, torch_cuda
 
 # --- the stack ----------------------------------------------------------------------------------
 
 
 def test_doctor_here_exits_2_naming_vllm_and_torch_npu():
-    run = subprocess.run([sys.executable, "-m", "verl_qwen35.doctor", "device=npu"], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "verl_qwen35.cli.doctor", "device=npu"], capture_output=True, text=True)
     assert run.returncode == 2, run.stdout + run.stderr
     failing = [line for line in run.stdout.splitlines() if "FAIL" in line]
     assert any(line.startswith("vLLM ") for line in failing)

@@ -14,7 +14,7 @@ from verl_qwen35.checks.megatron_keys import (
     patch_value_problems,
     transformer_config_fields,
 )
-from verl_qwen35.compose import compose
+from verl_qwen35.config import compose
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -111,7 +111,8 @@ def test_patch_values_name_their_key_and_what_verl_takes():
 def test_without_megatron_core_the_ascend_images_0_16_is_assumed_and_said(monkeypatch):
     """A config-only install has no megatron-core. importlib.metadata finds distributions on sys.path, so
     without site-packages on it megatron-core is not installed as far as installed_mcore() can tell."""
-    from verl_qwen35.checks.megatron_keys import installed_mcore, mcore_in_use
+    from verl_qwen35.checks.megatron_keys import mcore_in_use
+    from verl_qwen35.installed import installed_mcore
 
     cfg = compose(["model=35b", "device=gpu", "+megatron.override_transformer_config.recompute_granularty=full"])
     assert mcore_in_use() == ((0, 16), "0.16 (installed)")  # megatron-core 0.16.1 in both venvs

@@ -15,13 +15,14 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.test_submit import verl_qwen35
-from verl_qwen35 import doctor, layouts
-from verl_qwen35 import estimate as estimate_cli
+from verl_qwen35.cli import doctor
+from verl_qwen35.cli import plan as layouts
+from verl_qwen35.cli import estimate as estimate_cli
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.memory import memory_lines
-from verl_qwen35.compose import compose
+from verl_qwen35.config import compose
 from verl_qwen35.errors import UserError
-from verl_qwen35.submit.slurm import settings
+from verl_qwen35.run.submit.slurm import settings
 
 GPU35 = ["device=gpu", "model=35b"]
 
@@ -321,7 +322,7 @@ def test_hostile_values_stay_data_in_the_settings_block(tmp_path, monkeypatch):
 )
 def test_launch_device_check_names_an_unusable_ray_setting(device, override, ray_address, named, monkeypatch):
     """The launch-time device check (no Ray started: each value is refused before any connection)."""
-    from verl_qwen35.devices import device_problems
+    from verl_qwen35.run.devices import device_problems
 
     monkeypatch.setenv("RAY_ADDRESS", ray_address)
     cfg = resolved([f"device={device}", "model=35b", *([override] if override else [])])
@@ -331,7 +332,7 @@ def test_launch_device_check_names_an_unusable_ray_setting(device, override, ray
 
 @pytest.mark.parametrize("value", ["abc", "{stack: maybe}", "{devices: 1}"])
 def test_launch_checks_values_are_checked(value):
-    from verl_qwen35.checks.machine import launch_problems
+    from verl_qwen35.run.machine import launch_problems
 
     cfg = resolved([*GPU35, f"launch_checks={value}"])
     found = [str(p) for p in launch_problems(cfg)]
@@ -347,9 +348,9 @@ def test_slurm_run_dir_an_sbatch_line_cannot_carry_exits_2_writing_no_script(tmp
 @pytest.mark.parametrize(
     "argv",
     [
-        ["verl_qwen35.layouts", *GPU35, "--top", "20", "--format", "json"],
-        ["verl_qwen35.estimate", *GPU35, "--format", "json"],
-        ["verl_qwen35.doctor", "device=gpu", "--format", "json"],
+        ["verl_qwen35.cli.plan", *GPU35, "--top", "20", "--format", "json"],
+        ["verl_qwen35.model.memory", *GPU35, "--format", "json"],
+        ["verl_qwen35.cli.doctor", "device=gpu", "--format", "json"],
     ],
 )
 def test_output_into_a_closed_pipe_ends_quietly(argv, tmp_path):

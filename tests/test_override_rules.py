@@ -8,8 +8,8 @@ import warnings
 import pytest
 
 from verl_qwen35.checks import device_of, preflight
-from verl_qwen35.compose import compose
-from verl_qwen35.validators import real_problems
+from verl_qwen35.config import compose
+from verl_qwen35.validators.real import real_problems
 
 ADD = "+megatron.override_transformer_config"
 M = "megatron.override_transformer_config"
@@ -242,7 +242,7 @@ def test_bad_values_exit_2_without_traceback(override):
     ],
 )
 def test_verl_refusals_name_a_key(override, key):
-    from verl_qwen35.validators import real_verl_problems
+    from verl_qwen35.validators.real import real_verl_problems
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -251,8 +251,9 @@ def test_verl_refusals_name_a_key(override, key):
 
 
 def test_version_dependent_rules_follow_megatron_core_and_say_what_was_assumed():
-    from verl_qwen35.checks.layout import Layout, layout_problems
+    from verl_qwen35.checks.layout import layout_problems
     from verl_qwen35.checks.sequences import packing_problems
+    from verl_qwen35.model.layout import Layout
 
     cfg = _cfg("35b_gpu", ["parallel.cp=2", "megatron.use_remove_padding=true"])
     arch, lo = cfg.model, Layout.of(cfg)
@@ -267,7 +268,7 @@ def test_version_dependent_rules_follow_megatron_core_and_say_what_was_assumed()
 
 
 def test_pipeline_layout_as_a_list_of_stages():
-    from verl_qwen35.checks.pipeline import Split, split_problems
+    from verl_qwen35.model.pipeline import Split, split_problems
 
     good = [["embedding"] + ["decoder"] * 20, ["decoder"] * 20 + ["loss"]]
     assert split_problems(40, 2, None, Split(layout=good)) == []

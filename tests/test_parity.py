@@ -2,8 +2,10 @@
 
 import pytest
 
-from verl_qwen35.checks.parity import ACTOR, ONE_SIDED, REF, parity_errors, patch_sources, plain
-from verl_qwen35.compose import compose
+from verl_qwen35.checks.parity import ONE_SIDED, parity_errors, patch_sources
+from verl_qwen35.config import compose
+from verl_qwen35.config.patch import plain
+from verl_qwen35.config.schema import ACTOR, REF
 
 
 def test_presets_have_identical_actor_and_ref_patches(combo):

@@ -12,16 +12,9 @@ from functools import cache
 import pytest
 from omegaconf import OmegaConf, open_dict
 
-from verl_qwen35.checks.parity import (
-    ACTOR,
-    ONE_SIDED,
-    PARALLEL_KEYS,
-    PLAIN_VERL_PATCH_KEYS,
-    REF,
-    parity_errors,
-    patch_sources,
-)
-from verl_qwen35.compose import compose
+from verl_qwen35.checks.parity import ONE_SIDED, PLAIN_VERL_PATCH_KEYS, parity_errors, patch_sources
+from verl_qwen35.config import compose
+from verl_qwen35.config.schema import ACTOR, PARALLEL_KEYS, REF
 
 
 @cache

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from verl_qwen35.checks.layout import Layout
-from verl_qwen35.checks.pipeline import Split, chunk_layers, parse_layout, split_problems, stage_layers
-from verl_qwen35.paths import conf_dir
-from verl_qwen35.validators import facts_config, real_transformer_problems
+from verl_qwen35.installed import conf_dir
+from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.pipeline import Split, chunk_layers, parse_layout, split_problems, stage_layers
+from verl_qwen35.validators.real import facts_config, real_transformer_problems
 
 ARCH = OmegaConf.load(Path(conf_dir()) / "model" / "35b.yaml").model
 SPLITS = [

@@ -3,7 +3,7 @@
 import pytest
 
 from verl_qwen35.checks import preflight
-from verl_qwen35.compose import compose
+from verl_qwen35.config import compose
 
 
 def errors(overrides: list[str]) -> list:
@@ -104,9 +104,9 @@ def _cfg(preset: str, overrides: list[str]):
 def _family(name: str):
     """The check a family of problems comes from, called as preflight calls it."""
     from verl_qwen35 import checks
-    from verl_qwen35.checks.layout import Layout
-    from verl_qwen35.environment import env_problems
-    from verl_qwen35.secret_scan import ADVICE, config_findings
+    from verl_qwen35.checks.env import env_problems
+    from verl_qwen35.config.secrets import ADVICE, config_findings
+    from verl_qwen35.model.layout import Layout
 
     def layout_of(cfg):
         return Layout.of(cfg)
@@ -180,7 +180,7 @@ def test_a_missing_section_is_the_whole_verdict():
     """Nothing else can read inside a section that is not there: the structure problems alone."""
     from omegaconf import open_dict
 
-    from verl_qwen35.sections import structure_problems
+    from verl_qwen35.checks.sections import structure_problems
 
     cfg = _cfg("35b_gpu", [])
     with open_dict(cfg):

@@ -10,10 +10,10 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from verl_qwen35.compose import compose
-from verl_qwen35.launch_record import read_launch_file, write_launch_file
-from verl_qwen35.relaunch import main as relaunch
-from verl_qwen35.versions import installed_verl_schema
+from verl_qwen35.config import compose
+from verl_qwen35.installed import installed_verl_schema
+from verl_qwen35.run.launch_record import read_launch_file, write_launch_file
+from verl_qwen35.cli.relaunch import main as relaunch
 
 SECRET = "hf_live_0123456789abcdef"
 

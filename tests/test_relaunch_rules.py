@@ -14,9 +14,10 @@ from omegaconf import OmegaConf
 
 from tests.environ import cleared
 from tests.tiny_data import write_geo3k_stub
-from verl_qwen35 import relaunch as relaunch_module
-from verl_qwen35.compose import compose
-from verl_qwen35.launch_record import write_launch_file
+from verl_qwen35.cli.relaunch import main as relaunch_main
+from verl_qwen35.run import relaunch as relaunch_module
+from verl_qwen35.config import compose
+from verl_qwen35.run.launch_record import write_launch_file
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def recorded(tmp_path: Path, monkeypatch, *overrides: str, model: str = "35b") -
 def test_a_recorded_run_is_launched_with_its_recorded_environment(tmp_path, monkeypatch, launches, capsys):
     run_dir = recorded(tmp_path, monkeypatch)
     capsys.readouterr()
-    assert relaunch_module.main([str(run_dir)]) == 0
+    assert relaunch_main([str(run_dir)]) == 0
     ((cfg, kwargs),) = launches
     assert kwargs == {"use_shell_env": False}, "a relaunch must use the recorded values, not this shell's"
     assert cfg.actor_rollout_ref.actor.megatron.tensor_model_parallel_size == 2
@@ -53,7 +54,7 @@ def test_a_recorded_run_is_launched_with_its_recorded_environment(tmp_path, monk
 def test_a_multi_node_record_warns_that_its_checkpoints_need_shared_storage(tmp_path, monkeypatch, launches, capsys):
     run_dir = recorded(tmp_path, monkeypatch, model="122b")
     capsys.readouterr()
-    assert relaunch_module.main([str(run_dir)]) == 0 and len(launches) == 1
+    assert relaunch_main([str(run_dir)]) == 0 and len(launches) == 1
     err = capsys.readouterr().err
     ((cfg, _),) = launches
     assert cfg.trainer.nnodes == 4
@@ -65,7 +66,7 @@ def test_a_multi_node_record_warns_that_its_checkpoints_need_shared_storage(tmp_
 
 def test_the_launch_file_itself_may_be_given(tmp_path, monkeypatch, launches):
     run_dir = recorded(tmp_path, monkeypatch)
-    assert relaunch_module.main([str(run_dir / "launch.yaml")]) == 0 and len(launches) == 1
+    assert relaunch_main([str(run_dir / "launch.yaml")]) == 0 and len(launches) == 1
 
 
 def test_a_record_that_fails_preflight_is_refused_with_the_reason_and_not_launched(
@@ -77,7 +78,7 @@ def test_a_record_that_fails_preflight_is_refused_with_the_reason_and_not_launch
     assert "tensor_model_parallel_size: 2" in text
     path.write_text(text.replace("tensor_model_parallel_size: 2", "tensor_model_parallel_size: 3", 1))
     capsys.readouterr()
-    assert relaunch_module.main([str(run_dir)]) == 2
+    assert relaunch_main([str(run_dir)]) == 2
     err = capsys.readouterr().err
     assert "ERROR" in err and "tp=3" in err
     assert launches == [], "a refused relaunch launched anyway"
@@ -85,7 +86,7 @@ def test_a_record_that_fails_preflight_is_refused_with_the_reason_and_not_launch
 
 def test_a_missing_launch_file_is_refused_naming_it(tmp_path, launches, capsys):
     with pytest.raises(SystemExit) as stop:
-        relaunch_module.main([str(tmp_path)])
+        relaunch_main([str(tmp_path)])
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert f"{tmp_path / 'launch.yaml'} does not exist" in err and "Traceback" not in err
@@ -98,7 +99,7 @@ def test_a_shell_value_that_differs_is_named_and_not_used(tmp_path, monkeypatch,
     monkeypatch.setenv("OMP_NUM_THREADS", "16")
     monkeypatch.setenv("HCCL_BUFFSIZE", "300")  # the same as recorded: not mentioned
     capsys.readouterr()
-    assert relaunch_module.main([str(run_dir)]) == 0
+    assert relaunch_main([str(run_dir)]) == 0
     err = capsys.readouterr().err
     assert "relaunch: OMP_NUM_THREADS: the recorded value is used, not this shell's" in err
     assert "HCCL_BUFFSIZE" not in err
@@ -110,10 +111,10 @@ def test_secrets_exported_at_launch_but_not_here_are_named(tmp_path, monkeypatch
     run_dir = recorded(tmp_path, monkeypatch)
     monkeypatch.delenv("WANDB_API_KEY")
     capsys.readouterr()
-    assert relaunch_module.main([str(run_dir)]) == 0
+    assert relaunch_main([str(run_dir)]) == 0
     assert "relaunch: not exported here (they were at launch): WANDB_API_KEY" in capsys.readouterr().err
     monkeypatch.setenv("WANDB_API_KEY", "0123456789abcdef")
-    assert relaunch_module.main([str(run_dir)]) == 0
+    assert relaunch_main([str(run_dir)]) == 0
     assert "not exported here" not in capsys.readouterr().err
 
 
@@ -126,11 +127,11 @@ def test_a_record_lacking_a_key_preflight_reads_is_refused_naming_it(tmp_path, m
     path.write_text("\n".join(lines[:nnodes] + lines[nnodes + 1 :]) + "\n")
     capsys.readouterr()
     with pytest.raises(SystemExit) as stop:
-        relaunch_module.main([str(run_dir)])
+        relaunch_main([str(run_dir)])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "Traceback" not in err
     assert f"{path}: the recorded config lacks trainer.nnodes; launch again to write a whole one" in err
-    assert err.startswith("verl_qwen35.relaunch: ") or "\nverl_qwen35.relaunch: " in err, err
+    assert err.startswith("verl-qwen35 relaunch: ") or "\nverl_qwen35.relaunch: " in err, err
     assert launches == []
 
 
@@ -141,7 +142,7 @@ def test_a_record_whose_launch_checks_fail_is_refused_and_not_launched(tmp_path,
     assert "  stack: false\n" in text
     path.write_text(text.replace("  stack: false\n", "  stack: maybe\n", 1))
     capsys.readouterr()
-    assert relaunch_module.main([str(run_dir)]) == 2
+    assert relaunch_main([str(run_dir)]) == 2
     assert "launch_checks.stack='maybe': must be true or false" in capsys.readouterr().err
     assert launches == []
 
@@ -153,7 +154,7 @@ def test_a_config_only_install_refuses_the_relaunch_saying_a_launch_runs_verl(tm
     # A config-only (light) install lacks verl's runtime; this host has it, so the probe answers as one would.
     monkeypatch.setattr(install, "missing_verl_runtime", lambda: ["verl"])
     capsys.readouterr()
-    assert relaunch_module.main([str(run_dir)]) == 2
+    assert relaunch_main([str(run_dir)]) == 2
     assert "a launch runs verl, whose runtime is not installed here" in capsys.readouterr().err
     assert launches == []
 
@@ -171,7 +172,7 @@ def test_a_record_lacking_a_key_read_by_item_is_refused_naming_it(tmp_path, monk
     path.write_text("\n".join(lines[:hidden] + lines[hidden + 1 :]) + "\n")
     capsys.readouterr()
     with pytest.raises(SystemExit) as stop:
-        relaunch_module.main([str(run_dir)])
+        relaunch_main([str(run_dir)])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "Traceback" not in err
     assert f"{path}: the recorded config lacks model.hidden_size; launch again to write a whole one" in err

@@ -16,14 +16,15 @@ from omegaconf import OmegaConf, open_dict
 
 from verl_qwen35.checks import bad_value_problems, device_of, preflight
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
-from verl_qwen35.checks.layout import KEYS, Layout, layers_per_stage, sequence_parallel_problems
+from verl_qwen35.checks.layout import KEYS, layers_per_stage, sequence_parallel_problems
 from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_column, memory_lines, memory_problems
-from verl_qwen35.checks.pipeline import Split, chunk_layers, split_problems, stage_layers
 from verl_qwen35.checks.problem import Problem, divisors, error
 from verl_qwen35.checks.submit import submit_problems
 from verl_qwen35.checks.transformer import ARCH_FIELDS, ARCH_SWITCHES, mtp_problems, transformer_problems
-from verl_qwen35.compose import compose
-from verl_qwen35.devices import RESOURCE
+from verl_qwen35.config import compose
+from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.pipeline import Split, chunk_layers, split_problems, stage_layers
+from verl_qwen35.run.devices import RESOURCE
 
 
 @cache
@@ -1338,7 +1339,8 @@ def test_every_layout_size_must_be_a_positive_integer(name, value):
 def test_megatron_keys_reach_a_side_that_does_not_link_them_yet():
     """link_patch: a key the actor already links (`${megatron.k}`) but the ref holds as the same plain
     value is linked on the ref too; one whose two sides disagree is left for parity to report."""
-    from verl_qwen35.checks.parity import ACTOR, REF, link_patch
+    from verl_qwen35.config.patch import link_patch
+    from verl_qwen35.config.schema import ACTOR, REF
 
     cfg = compose(["model=35b", "device=gpu", "+megatron.seed=7", "+megatron.dist_ckpt_x=1"])
     with open_dict(cfg):
@@ -1654,7 +1656,8 @@ def test_ddp_overrides_are_typed_by_their_resolved_value():
 
 def test_the_ref_side_linked_and_the_actor_plain_is_linked_too():
     """The mirror of the actor-linked case: whichever side lacks the link gets it."""
-    from verl_qwen35.checks.parity import ACTOR, REF, link_patch
+    from verl_qwen35.config.patch import link_patch
+    from verl_qwen35.config.schema import ACTOR, REF
 
     cfg = compose(["model=35b", "device=gpu", "+megatron.seed=7"])
     with open_dict(cfg):
@@ -1676,7 +1679,8 @@ def _without(cfg, *paths: str):
 
 def test_a_plain_verl_config_has_no_megatron_patch_to_link_or_check():
     """No `megatron` section (a plain verl config): nothing to link, no patch keys to check."""
-    from verl_qwen35.checks.parity import link_patch, unknown_patch_errors
+    from verl_qwen35.checks.parity import unknown_patch_errors
+    from verl_qwen35.config.patch import link_patch
 
     plain = _without(compose(["model=35b", "device=gpu", "+megatron.sead=1"]), "megatron")
     assert link_patch(plain) == []
@@ -1813,8 +1817,8 @@ def test_a_rollout_replica_that_does_not_divide_the_world_names_its_three_sizes(
 
 def test_the_packing_rules_read_the_installed_megatron_core():
     """sequences.megatron_core_version is megatron_keys.installed_mcore (package metadata, no import)."""
-    from verl_qwen35.checks.megatron_keys import installed_mcore
     from verl_qwen35.checks.sequences import megatron_core_version
+    from verl_qwen35.installed import installed_mcore
 
     assert megatron_core_version() == installed_mcore() == (0, 16)
 

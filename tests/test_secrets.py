@@ -11,8 +11,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from verl_qwen35.checks import preflight
-from verl_qwen35.compose import compose
-from verl_qwen35.secret_scan import redact
+from verl_qwen35.config import compose
+from verl_qwen35.config.secrets import redact
 
 SECRETS = {
     "WANDB_API_KEY": "wandb-7c1e0f9a2b3d4e5f",

@@ -8,11 +8,10 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
-from verl_qwen35.compose import compose as compose_ours
-from verl_qwen35.environment import effective_env
-from verl_qwen35.flat import flatten
-from verl_qwen35.paths import verl_config_dir
-from verl_qwen35.versions import installed_verl_schema
+from verl_qwen35.config import compose as compose_ours
+from verl_qwen35.installed import installed_verl_schema, verl_config_dir
+from verl_qwen35.review.flat import flatten
+from verl_qwen35.run.environment import effective_env
 
 HERE = Path(__file__).parent / "seed_fidelity"
 COMBOS = ["35b_gpu", "35b_npu", "122b_gpu", "122b_npu", "397b_gpu", "397b_npu"]

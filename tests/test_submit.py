@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from tests.ray_head import free_ports
 from tests.test_submit_slurm import REPO, STANDINS
 from tests.tiny_data import write_geo3k_stub
-from verl_qwen35.launch_record import read_launch_file
+from verl_qwen35.run.launch_record import read_launch_file
 
 # The script's settings block, evaluated by bash; prints one array's elements, one a line.
 SHOW_ARRAY = 'source <(sed -n "/^RUN_DIR=/,/^set -euo pipefail/p" "$1"); printf "%s\\n" "${!2}"'
@@ -51,7 +51,7 @@ def test_dry_run_writes_a_script_bash_accepts_for_the_presets_nodes(tmp_path, mo
     assert f"#SBATCH --nodes={nodes}\n" in text and "#SBATCH --ntasks-per-node=1\n" in text
     assert ("#SBATCH --gpus-per-node=8\n" in text) is (device == "gpu")
     assert "ray start --block" in text and "--head" in text and '--address="$RAY_HEAD"' in text
-    assert '-m verl_qwen35.relaunch "$RUN_DIR"' in text
+    assert '-m verl_qwen35 relaunch "$RUN_DIR"' in text
     assert array(script, "RUN_DIR") == [str(tmp_path / "run")]
     assert array(script, "RAY_DEVICE_ARGS") == device_args
     launched = read_launch_file(tmp_path / "run" / "launch.yaml")[0]  # what the relaunch on the head reads
@@ -180,7 +180,7 @@ def test_ray_job_dry_run_contacts_nothing_and_records_an_absolute_checkpoint_dir
     )
     assert run.returncode == 0, run.stderr
     assert (
-        f"ray_job    http://127.0.0.1:{port}: python -m verl_qwen35.relaunch . (working_dir {tmp_path / 'run'}"
+        f"ray_job    http://127.0.0.1:{port}: python -m verl_qwen35 relaunch . (working_dir {tmp_path / 'run'}"
         in run.stdout
     )
     assert "ray_job    dry run, not submitted" in run.stdout
@@ -191,7 +191,7 @@ def test_ray_job_dry_run_contacts_nothing_and_records_an_absolute_checkpoint_dir
 
 
 def test_diff_compares_submit_options_key_by_key(capsys):
-    from verl_qwen35.diff import main as diff_main
+    from verl_qwen35.cli.diff import main as diff_main
 
     code = diff_main(["device=gpu submit=slurm", "device=gpu submit=slurm submit.partition=a100", "--format", "json"])
     assert code == 1

@@ -2,7 +2,7 @@
 
 The head runs in its own process from a clean environment, with its own temp dir and free
 ports, and is stopped by signal (never `ray stop`). The job's entrypoint is our real
-`python -m verl_qwen35.relaunch .`, through verl's real `main_ppo.main`, with only verl's
+`python -m verl_qwen35 relaunch .`, through verl's real `main_ppo.main`, with only verl's
 task runner replaced by the recording one of test_forwarding.py (tests/submit_recorder.py).
 """
 
@@ -18,7 +18,7 @@ import pytest
 from tests.ray_head import free_ports, separate_ray_head
 from tests.test_submit_slurm import REPO
 from tests.tiny_data import write_geo3k_stub
-from verl_qwen35.launch_record import read_launch_file
+from verl_qwen35.run.launch_record import read_launch_file
 
 # Token authentication off on both sides, whether or not this machine has ~/.ray/auth_token.
 AUTH = {"RAY_AUTH_MODE": "disabled"}
@@ -71,7 +71,7 @@ def test_job_runs_the_relaunch_on_the_cluster_with_the_device_env(ray_head, tmp_
     assert status == JobStatus.SUCCEEDED, logs
 
     info = client.get_job_info(job_id)
-    assert info.entrypoint == f"{python} -m verl_qwen35.relaunch ."
+    assert info.entrypoint == f"{python} -m verl_qwen35 relaunch ."
     received = json.loads(record.read_text().splitlines()[-1])
     launched = read_launch_file(tmp_path / "run" / "launch.yaml")[0]
     assert received["config"]["trainer"]["experiment_name"] == launched.trainer.experiment_name
@@ -92,7 +92,7 @@ def test_unreachable_address_exits_2_naming_the_key_and_submits_nothing(tmp_path
 
 def test_waiting_for_devices_the_cluster_lacks_ends_at_the_timeout_saying_what_is_there(ray_head, monkeypatch):
     """What job.sbatch runs on the head before the relaunch, against a head with 16 NPU and no GPU."""
-    from verl_qwen35.submit.wait_for_ray import wait
+    from verl_qwen35.run.submit.wait_for_ray import wait
 
     _, gcs_port = ray_head
     monkeypatch.setenv("RAY_AUTH_MODE", AUTH["RAY_AUTH_MODE"])

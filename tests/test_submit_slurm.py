@@ -130,10 +130,10 @@ def test_sbatch_script_starts_ray_waits_for_every_device_relaunches_and_stops_ra
     assert f"--num-cpus={os.cpu_count()}" in head  # the stand-in's exclusive node: all of this machine
     # The worker's and the waiter's steps start in the background together; either may log first.
     (worker,) = [c for c in started if c.startswith("ray start --block")]
-    (waiter,) = [c for c in started if "-m verl_qwen35.submit.wait_for_ray" in c]
+    (waiter,) = [c for c in started if "-m verl_qwen35.run.submit.wait_for_ray" in c]
     assert f"--address=127.0.0.1:{cluster.port}" in worker and "--num-gpus=4" in worker
     assert "--count 8 --nodes 2" in waiter
-    assert relaunch.endswith(f"-m verl_qwen35.relaunch {run_dir}")
+    assert relaunch.endswith(f"-m verl_qwen35 relaunch {run_dir}")
     assert all(step[1] == "localhost" for step in steps[2:])
 
     in_order(
@@ -169,7 +169,7 @@ def test_a_failing_run_fails_the_job_and_still_stops_ray(cluster):
     output = (cluster.tmp / "run" / f"slurm-{done.stdout.split(';')[0]}.out").read_text()
     commands = [step[-1] for step in cluster.step_lines()]
     assert commands[2].startswith("ray start --block") and '--resources={"NPU": 16}' in commands[2]
-    assert commands[-1].endswith("-m verl_qwen35.relaunch " + str(cluster.tmp / "run"))
+    assert commands[-1].endswith("-m verl_qwen35 relaunch " + str(cluster.tmp / "run"))
     in_order(
         output,
         "Ray reports 16/16 NPU on 1/1 node(s)",

@@ -17,11 +17,11 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from verl_qwen35 import __main__ as entrypoint
-from verl_qwen35 import sweep
+from verl_qwen35.cli import main as entrypoint
+from verl_qwen35.run import sweep
 from verl_qwen35.errors import UserError
-from verl_qwen35.paths import conf_dir
-from verl_qwen35.sweep import VERDICT, ActiveSweep, SweepSummary, first_reason, summarize, table, write_summary
+from verl_qwen35.installed import conf_dir
+from verl_qwen35.run.sweep import VERDICT, ActiveSweep, SweepSummary, first_reason, summarize, table, write_summary
 
 
 @pytest.fixture

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from verl_qwen35.checks.layout import KEYS, Layout
+from verl_qwen35.checks.layout import KEYS
 from verl_qwen35.checks.transformer import transformer_problems
-from verl_qwen35.paths import conf_dir
-from verl_qwen35.validators import real_transformer_problems
+from verl_qwen35.installed import conf_dir
+from verl_qwen35.model.layout import Layout
+from verl_qwen35.validators.real import real_transformer_problems
 
 OTC = "megatron.override_transformer_config"
 ARCH = OmegaConf.load(Path(conf_dir()) / "model" / "35b.yaml").model  # 40 layers, 256 experts, topk 8

@@ -31,7 +31,7 @@ _DRY_RUN_OK = re.compile(r"^verdict\s+OK\b.*nothing launched", re.MULTILINE)
 _PROBE = """
 import json, sys
 import verl_qwen35
-from verl_qwen35.paths import conf_dir, verl_config_dir
+from verl_qwen35.installed import conf_dir, verl_config_dir
 print(json.dumps({"package": verl_qwen35.__file__, "conf": str(conf_dir()),
                   "verl_config": str(verl_config_dir()), "sys_path": sys.path}))
 """
@@ -106,7 +106,7 @@ def test_wheel_holds_every_conf_file(wheel: Path) -> None:
     assert "hydra_plugins/verl_qwen35_sweeper/__init__.py" in names  # the sweeper conf/config.yaml selects
     assert {"verl_qwen35/matrix/gpu.yaml", "verl_qwen35/matrix/npu.yaml"} <= names  # the doctor's version data
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "verl-qwen35 = verl_qwen35.__main__:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "verl-qwen35 = verl_qwen35.cli.main:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def test_installed_wheel_uses_its_own_conf(new_venv: tuple[Path, Path], outside: Path) -> None:
@@ -251,17 +251,17 @@ def test_light_install_refuses_what_needs_verl_runtime(light: Light, tmp_path: P
 
 def test_readme_config_only_command_is_the_one_tested_here() -> None:
     """The README's first set-up command is this file's light install: the package, then verl alone."""
-    from verl_qwen35.install import CONFIG_ONLY_VERL
+    from verl_qwen35.installed import CONFIG_ONLY_VERL
 
     first = next(line for line in (REPO / "README.md").read_text().splitlines() if "-m venv" in line)
     assert f"pip install -e . && {CONFIG_ONLY_VERL} && verl-qwen35 " in first and "dry_run=true" in first
 
 
 def test_light_install_runs_the_config_only_commands(light: Light, tmp_path: Path) -> None:
-    from verl_qwen35.cli_help import RELATED
+    from verl_qwen35.cli.help import RELATED
 
     shipped = [r for r in RELATED if r.config_only and (REPO / (r.module.replace(".", "/") + ".py")).is_file()]
-    assert "verl_qwen35.diff" in {r.module for r in shipped}
+    assert "verl_qwen35.review.diff" in {r.module for r in shipped}
     for command in shipped:  # importable and runnable without torch, Ray or verl's runtime
         done = subprocess.run(
             [str(light.bin / "python"), "-m", command.module, "--help"],
@@ -293,9 +293,9 @@ def test_light_install_estimates_memory_and_plans_layouts(light: Light, tmp_path
         command = [str(light.bin / "python"), "-m", *args]
         return subprocess.run(command, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
 
-    estimate = module("verl_qwen35.estimate", "device=gpu", "model=35b")
+    estimate = module("verl_qwen35.model.memory", "device=gpu", "model=35b")
     assert estimate.returncode == 0, estimate.stderr
     assert estimate.stdout.startswith("params ") and "fits: yes" in estimate.stdout
-    layouts = module("verl_qwen35.layouts", "device=gpu", "model=35b", "--top", "2")
+    layouts = module("verl_qwen35.cli.plan", "device=gpu", "model=35b", "--top", "2")
     assert layouts.returncode == 0, layouts.stderr
     assert "\n1 " in layouts.stdout and "\ncurrent " in layouts.stdout

@@ -1,11 +1,50 @@
-"""Hydra config package that launches Qwen3.5 MoE GRPO on verl (GPU and Ascend NPU)."""
+"""Configure, check, plan and launch Qwen3.5 MoE GRPO on verl (GPU and Ascend NPU).
 
-from verl_qwen35 import config_cache, merge_cache, speedups
-from verl_qwen35.paths import register_resolvers
+The public API, for notebooks and other tools (importing it changes nothing outside the package):
+
+    from verl_qwen35 import compose, preflight, estimate, plan
+    cfg = compose(["device=npu", "model=122b"])
+    problems = preflight(cfg)            # list[Problem]: level, keys, message
+    memory = estimate(cfg)               # MemoryEstimate, GiB
+    best = plan(cfg, nnodes=8, devices_per_node=16, top=5)   # list[Candidate], best first
+"""
+
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from verl_qwen35.checks import preflight as _preflight
+from verl_qwen35.checks.problem import Problem
+from verl_qwen35.config import compose
+from verl_qwen35.config.errors import resolve_naming_key
+from verl_qwen35.model.memory import MemoryEstimate
+from verl_qwen35.model.memory import estimate as _estimate
+from verl_qwen35.planner.search import Candidate, search
 
 __version__ = "0.1.0"
+__all__ = ["Candidate", "MemoryEstimate", "Problem", "compose", "estimate", "plan", "preflight", "__version__"]
 
-register_resolvers()
-config_cache.register()
-merge_cache.install()
-speedups.install()
+
+def _resolved(cfg: DictConfig) -> DictConfig:
+    """A resolved copy: the caller's config keeps its interpolations (and `parallel.*` its sway over verl's keys)."""
+    copy = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
+    resolve_naming_key(copy)
+    return copy
+
+
+def preflight(cfg: DictConfig) -> list[Problem]:
+    """Every problem the dry run would report (a missing local data or model file is a warning)."""
+    return _preflight(_resolved(cfg), machine_missing="warning")
+
+
+def estimate(cfg: DictConfig) -> MemoryEstimate:
+    """Memory per device (training and rollout) and host memory per node, in GiB."""
+    return _estimate(_resolved(cfg))
+
+
+def plan(cfg: DictConfig, nnodes: int, devices_per_node: int, top: int = 10) -> list[Candidate]:
+    """The accepted layouts of `cfg`'s model on nnodes x devices_per_node that fit, best first."""
+    sized = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
+    with open_dict(sized):
+        sized.parallel.nnodes, sized.parallel.devices_per_node = nnodes, devices_per_node
+    resolved = _resolved(sized)
+    device = "npu" if resolved.trainer.get("device") == "npu" else "gpu"
+    return search(resolved, device, top).candidates

@@ -3,11 +3,11 @@
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.batches import batch_problems, uses_reference
+from verl_qwen35.checks.env import env_problems
 from verl_qwen35.checks.files import data_problems, model_path_problems
-from verl_qwen35.checks.layout import Layout, layout_problems, positive_problems, sequence_parallel_problems
+from verl_qwen35.checks.layout import layout_problems, positive_problems, sequence_parallel_problems
 from verl_qwen35.checks.megatron_keys import (
     field_spec,
-    installed_mcore,
     override_ddp_problems,
     override_key_problems,
     patch_value_problems,
@@ -15,22 +15,18 @@ from verl_qwen35.checks.megatron_keys import (
 )
 from verl_qwen35.checks.memory import memory_problems
 from verl_qwen35.checks.parity import layout_source_errors, parity_errors, unknown_patch_errors
-from verl_qwen35.checks.pipeline import Split
 from verl_qwen35.checks.problem import Level, Problem, error
 from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problems, weights_problems
-from verl_qwen35.checks.sequences import length_problems, megatron_core_version, packing_problems
+from verl_qwen35.checks.sections import structure_problems
+from verl_qwen35.checks.sequences import length_problems, packing_problems
 from verl_qwen35.checks.submit import submit_problems
-from verl_qwen35.checks.transformer import (
-    mtp_layers_built,
-    mtp_problems,
-    transformer_problems,
-    type_problems,
-)
+from verl_qwen35.checks.transformer import mtp_layers_built, mtp_problems, transformer_problems, type_problems
 from verl_qwen35.checks.values import value_problems
 from verl_qwen35.checks.verl_settings import verl_setting_problems
-from verl_qwen35.environment import env_problems
-from verl_qwen35.secret_scan import ADVICE, config_findings
-from verl_qwen35.sections import structure_problems
+from verl_qwen35.config.secrets import ADVICE, config_findings
+from verl_qwen35.installed import installed_mcore
+from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.pipeline import Split
 
 __all__ = ["Problem", "preflight", "transformer_config_fields", "error"]
 
@@ -89,7 +85,7 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     found += verl_setting_problems(cfg)
     if layout.world % (layout.tp * layout.pp * layout.cp) == 0:  # else DP is undefined
         found += batch_problems(cfg, layout, uses_reference(cfg))
-    found += packing_problems(cfg, megatron_core_version())
+    found += packing_problems(cfg, mcore)
     found += length_problems(cfg)
     found += memory_problems(cfg)
     found += patch_value_problems(cfg)

@@ -15,8 +15,9 @@ Upstream (verl 0.9.1 unless noted):
 
 from omegaconf import DictConfig
 
-from verl_qwen35.checks.layout import KEYS, Layout
+from verl_qwen35.checks.layout import KEYS
 from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.model.layout import Layout
 
 ACTOR = "actor_rollout_ref.actor"
 GROUP = "megatron.override_transformer_config.microbatch_group_size_per_vp_stage"

@@ -1,17 +1,16 @@
 """Training layout rules of megatron-core 0.16 for Qwen3.5 (MoE + Gated DeltaNet)."""
 
-from dataclasses import dataclass
-
 from omegaconf import DictConfig
 
-from verl_qwen35.checks.parity import ACTOR, LAYOUT_FEEDS, PARALLEL_KEYS
-from verl_qwen35.checks.pipeline import Split, split_problems, stage_layers
 from verl_qwen35.checks.problem import Problem, divisors, error, warning
+from verl_qwen35.config.schema import ACTOR, LAYOUT_FEEDS, PARALLEL_KEYS
+from verl_qwen35.installed import ASSUMED_MCORE
+from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.pipeline import Split, split_problems, stage_layers
 
 ROLLOUT = "actor_rollout_ref.rollout"
-# megatron-core 0.16 (the Ascend image's) is assumed when none is installed; Gated DeltaNet accepts
-# context parallelism from 0.18 on (transformer_config.py asserts cp == 1 before).
-ASSUMED_MCORE = (0, 16)
+# Gated DeltaNet accepts context parallelism from megatron-core 0.18 on (transformer_config.py asserts
+# cp == 1 before).
 GDN_CP_MCORE = (0, 18)
 
 
@@ -26,59 +25,6 @@ def _message_names() -> dict[str, str]:
 
 
 KEYS = _message_names()
-
-
-def _one_if_null(value: object) -> object:
-    return 1 if value is None else value
-
-
-@dataclass(frozen=True)
-class Layout:
-    """The numbers verl will actually use, read from verl's own keys."""
-
-    nnodes: int
-    devices_per_node: int
-    tp: int
-    pp: int
-    cp: int
-    ep: int
-    etp: int
-    vpp: int | None
-    gen_tp: int
-    gen_dp: int = 1
-    gen_pp: int = 1
-    gen_ep: int = 1
-
-    @property
-    def world(self) -> int:
-        return self.nnodes * self.devices_per_node
-
-    @property
-    def dp(self) -> int:
-        return self.world // (self.tp * self.pp * self.cp)
-
-    @property
-    def expert_dp(self) -> int:
-        return self.world // (self.etp * self.ep * self.pp)
-
-    @classmethod
-    def of(cls, cfg: DictConfig) -> "Layout":
-        m, r = cfg.actor_rollout_ref.actor.megatron, cfg.actor_rollout_ref.rollout
-        return cls(
-            nnodes=cfg.trainer.nnodes,
-            devices_per_node=cfg.trainer.n_gpus_per_node,
-            tp=m.tensor_model_parallel_size,
-            pp=m.pipeline_model_parallel_size,
-            cp=m.context_parallel_size,
-            ep=m.expert_model_parallel_size,
-            etp=m.expert_tensor_parallel_size or m.tensor_model_parallel_size,
-            vpp=m.virtual_pipeline_model_parallel_size,
-            gen_tp=r.tensor_model_parallel_size,
-            # null or absent: verl's default 1 (trainer/config/rollout/rollout.yaml); 0 stays 0 and is refused.
-            gen_dp=_one_if_null(r.get("data_parallel_size")),
-            gen_pp=_one_if_null(r.get("pipeline_model_parallel_size")),
-            gen_ep=_one_if_null(r.get("expert_parallel_size")),
-        )
 
 
 def positive_problems(layout: Layout) -> list[Problem]:

@@ -10,25 +10,13 @@ messages say which release was assumed.
 import difflib
 import json
 from functools import cache
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Problem, error
-
-UPSTREAM = Path(__file__).resolve().parent.parent / "upstream"
-# The Ascend image's megatron-core; assumed when none is installed here.
-ASSUMED_MCORE = (0, 16)
-
-
-@cache
-def installed_mcore() -> tuple[int, int] | None:
-    try:
-        major, minor = version("megatron-core").split(".")[:2]
-        return int(major), int(minor)
-    except (PackageNotFoundError, ValueError):
-        return None
+from verl_qwen35.checks.transformer import type_problems
+from verl_qwen35.data import UPSTREAM_DIR
+from verl_qwen35.installed import ASSUMED_MCORE, installed_mcore
 
 
 def mcore_in_use() -> tuple[tuple[int, int], str]:
@@ -40,7 +28,7 @@ def mcore_in_use() -> tuple[tuple[int, int], str]:
 
 
 def shipped_versions() -> list[tuple[int, int]]:
-    found = [p.stem.removeprefix("megatron_core_").split(".") for p in UPSTREAM.glob("megatron_core_*.json")]
+    found = [p.stem.removeprefix("megatron_core_").split(".") for p in UPSTREAM_DIR.glob("megatron_core_*.json")]
     return sorted((int(a), int(b)) for a, b in found)
 
 
@@ -51,7 +39,7 @@ def _shipped_data(mcore: tuple[int, int] | None) -> dict:
     shipped = shipped_versions()
     wanted = mcore or mcore_in_use()[0]
     chosen = max((v for v in shipped if v <= wanted), default=shipped[0])
-    return json.loads((UPSTREAM / f"megatron_core_{chosen[0]}.{chosen[1]}.json").read_text())
+    return json.loads((UPSTREAM_DIR / f"megatron_core_{chosen[0]}.{chosen[1]}.json").read_text())
 
 
 def field_spec(mcore: tuple[int, int] | None = None) -> dict[str, dict]:
@@ -73,7 +61,7 @@ def transformer_config_fields() -> frozenset[str]:
 @cache
 def mindspeed_keys() -> frozenset[str]:
     """Keys MindSpeed accepts on Ascend beyond stock TransformerConfig (with sources, in the data file)."""
-    return frozenset(json.loads((UPSTREAM / "mindspeed_core_r0.16.json").read_text())["keys"])
+    return frozenset(json.loads((UPSTREAM_DIR / "mindspeed_core_r0.16.json").read_text())["keys"])
 
 
 MINDSPEED_KEYS = mindspeed_keys()
@@ -113,10 +101,6 @@ def ddp_key(cfg: DictConfig) -> str:
 def override_ddp_problems(cfg: DictConfig) -> list[Problem]:
     """`override_ddp_config` keys are DistributedDataParallelConfig fields (megatron-core
     distributed/distributed_data_parallel_config.py); verl passes them as keyword arguments."""
-    from omegaconf import OmegaConf
-
-    from verl_qwen35.checks.transformer import type_problems
-
     ddp = OmegaConf.select(cfg, "actor_rollout_ref.actor.megatron.override_ddp_config", default=None)
     if not ddp:
         return []

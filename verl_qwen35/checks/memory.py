@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from omegaconf import DictConfig
 
-# A module import (not `from ... import name`): estimate.py imports checks.layout, so either side may load first.
-from verl_qwen35 import estimate as memory_model
-from verl_qwen35.checks.layout import KEYS, Layout, positive_problems
+from verl_qwen35.checks.layout import KEYS, positive_problems
 from verl_qwen35.checks.problem import Problem, error, warning
+
+# A module import (not `from ... import name`): estimate.py imports checks.layout, so either side may load first.
+from verl_qwen35.model import memory as memory_model
+from verl_qwen35.model.layout import Layout
 
 WARN_FRACTION = 0.9
 ROLLOUT = "actor_rollout_ref.rollout"

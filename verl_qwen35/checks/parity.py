@@ -7,25 +7,13 @@ leaf by leaf (not only the keys our `megatron` node feeds): verl's ref falls bac
 
 import difflib
 import json
-import re
-from functools import cache
-from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.config.patch import plain
+from verl_qwen35.config.schema import ACTOR, LAYOUT_FEEDS, PARALLEL_KEYS, REF
 
-ACTOR = "actor_rollout_ref.actor.megatron"
-REF = "actor_rollout_ref.ref.megatron"
-# Parallel sizes are part of the patch; each interpolates one `parallel.*` key.
-PARALLEL_KEYS = {
-    "tensor_model_parallel_size": "parallel.tp",
-    "pipeline_model_parallel_size": "parallel.pp",
-    "virtual_pipeline_model_parallel_size": "parallel.vpp",
-    "context_parallel_size": "parallel.cp",
-    "expert_model_parallel_size": "parallel.ep",
-    "expert_tensor_parallel_size": "parallel.etp",
-}
 # Keys verl sets differently on the two sides by design (verl 0.8.0 / 0.9.1
 # `verl/trainer/config/_generated_ppo_megatron_trainer.yaml`, `ref/*.yaml`); not compared.
 ONE_SIDED = {
@@ -45,39 +33,6 @@ PLAIN_VERL_PATCH_KEYS = (
 )
 
 
-@cache
-def anchored_keys() -> frozenset[str]:
-    """`megatron.*` keys our conf already feeds to both sides (the `&megatron_patch` anchor and the
-    verl_schema files)."""
-    from verl_qwen35.paths import conf_dir
-
-    texts = [p.read_text() for p in Path(conf_dir()).rglob("*.yaml")]
-    return frozenset(k for text in texts for k in re.findall(r"\$\{megatron\.(\w+)\}", text))
-
-
-def link_patch(cfg: DictConfig) -> list[str]:
-    """Make every `megatron.<key>` feed both sides, also keys our conf does not list (`+megatron.seed=7`):
-    the YAML anchor in conf/config.yaml names a fixed set of keys, this carries any other one (one
-    place, as for the anchored keys). A key whose two sides already disagree is left alone for
-    `parity_errors` to report. Returns the keys linked here."""
-    if "megatron" not in cfg:
-        return []
-    actor, ref = (OmegaConf.select(cfg, side) for side in (ACTOR, REF))
-    raw = {side: OmegaConf.to_container(node, resolve=False) for side, node in ((ACTOR, actor), (REF, ref))}
-    linked = []
-    for key in cfg.megatron:
-        link = f"${{megatron.{key}}}"
-        if key in anchored_keys() or all(raw[side].get(key) == link for side in raw):
-            continue
-        if plain(actor.get(key)) != plain(ref.get(key)):
-            continue
-        for node in (actor, ref):
-            with open_dict(node):
-                node[key] = link
-        linked.append(key)
-    return linked
-
-
 def patch_sources(cfg: DictConfig) -> dict[str, str | None]:
     """Each patched key of actor/ref megatron, mapped to the key it must come from (None: a plain
     verl config, where only actor and ref can be compared)."""
@@ -86,11 +41,6 @@ def patch_sources(cfg: DictConfig) -> dict[str, str | None]:
     sources: dict[str, str | None] = {key: f"megatron.{key}" for key in cfg.megatron}
     sources.update(PARALLEL_KEYS)
     return sources
-
-
-def plain(value: object) -> object:
-    """A resolved plain value (containers become dicts/lists) for comparison."""
-    return OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
 
 
 def _leaves(value: object, prefix: str = "") -> dict[str, object]:
@@ -184,16 +134,6 @@ def unknown_patch_errors(cfg: DictConfig) -> list[Problem]:
         hint = f"; did you mean megatron.{close[0]}?" if close else ""
         found.append(error(f"megatron.{key}", f"is not a field of verl's McoreEngineConfig (verl refuses it){hint}"))
     return found
-
-
-# verl keys outside actor/ref megatron that a `parallel.*` key feeds.
-LAYOUT_FEEDS: dict[str, str] = {
-    "trainer.nnodes": "parallel.nnodes",
-    "trainer.n_gpus_per_node": "parallel.devices_per_node",
-    "actor_rollout_ref.rollout.tensor_model_parallel_size": "parallel.gen_tp",
-    "actor_rollout_ref.rollout.data_parallel_size": "parallel.gen_dp",
-    "actor_rollout_ref.rollout.expert_parallel_size": "parallel.gen_ep",
-}
 
 
 def layout_source_errors(cfg: DictConfig) -> list[Problem]:

@@ -2,8 +2,9 @@
 
 from omegaconf import DictConfig
 
-from verl_qwen35.checks.layout import KEYS, Layout, heads_fit, tp_choices
+from verl_qwen35.checks.layout import KEYS, heads_fit, tp_choices
 from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.model.layout import Layout
 
 
 def rollout_problems(lo: Layout, arch: DictConfig, engine: str) -> list[Problem]:

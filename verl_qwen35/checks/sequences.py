@@ -2,17 +2,12 @@
 
 from omegaconf import DictConfig
 
-from verl_qwen35.checks.megatron_keys import ASSUMED_MCORE, installed_mcore
 from verl_qwen35.checks.problem import Problem, error, warning
+from verl_qwen35.installed import ASSUMED_MCORE
 
 ROLLOUT = "actor_rollout_ref.rollout"
 # Gated DeltaNet layers accept packed (THD) sequences from this megatron-core on.
 PACKED_GDN_MCORE = (0, 18)
-
-
-def megatron_core_version() -> tuple[int, int] | None:
-    """(major, minor) of the installed megatron-core, or None (read from package metadata, no import)."""
-    return installed_mcore()
 
 
 def packing_problems(cfg: DictConfig, mcore: tuple[int, int] | None) -> list[Problem]:

@@ -10,9 +10,10 @@ Pure over a plain dict, the model facts and the layout: the planner calls it per
 from collections.abc import Mapping
 from typing import Any
 
-from verl_qwen35.checks.layout import KEYS, Layout
-from verl_qwen35.checks.pipeline import OTC, Split, chunk_layers, split_problems
+from verl_qwen35.checks.layout import KEYS
 from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.pipeline import OTC, Split, chunk_layers, split_problems
 
 # override_transformer_config keys that restate a layout number; verl's Megatron-Bridge path applies them
 # after the engine's sizes (verl/workers/engine/megatron/transformer_impl.py `_build_tf_config`), so a

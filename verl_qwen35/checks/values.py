@@ -12,8 +12,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.layout import KEYS
-from verl_qwen35.checks.parity import ACTOR, LAYOUT_FEEDS, PARALLEL_KEYS
 from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.config.schema import ACTOR, LAYOUT_FEEDS, PARALLEL_KEYS
 
 ARR = "actor_rollout_ref"
 OTC = "megatron.override_transformer_config"

@@ -1,0 +1,41 @@
+"""How the command ends: a user mistake in one message and exit 2, Ctrl-C 130, a closed pipe quietly."""
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from verl_qwen35.config.errors import explain
+from verl_qwen35.errors import UserError
+
+PROG = "verl-qwen35"
+# Read at import, before the command sets HYDRA_FULL_ERROR itself: the user's own wish for tracebacks.
+USER_WANTS_TRACEBACKS = bool(os.environ.get("HYDRA_FULL_ERROR"))
+
+
+@contextmanager
+def answered(
+    prog: str = PROG, full_error: bool = USER_WANTS_TRACEBACKS, on_interrupt: Callable[[], None] | None = None
+) -> Iterator[None]:
+    """User mistakes -> one message and exit 2; Ctrl-C -> exit 130; a closed pipe (`| head`) -> quiet.
+
+    Everything else propagates with its traceback: it is a bug to report, not a mistake to fix.
+    `full_error` (the user set HYDRA_FULL_ERROR) keeps the tracebacks of Hydra's and OmegaConf's errors.
+    """
+    try:
+        yield
+    except KeyboardInterrupt:
+        if on_interrupt is not None:
+            on_interrupt()
+        print(f"\n{prog}: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(141)  # 128 + SIGPIPE, as a shell tool killed by the closed pipe
+    except Exception as err:
+        message = explain(err)
+        if message is None or (full_error and not isinstance(err, UserError)):
+            raise
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        sys.exit(2)

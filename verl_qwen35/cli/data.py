@@ -1,0 +1,73 @@
+"""`python -m verl_qwen35.data --out DIR`: fetch the geo3k parquet files the presets read.
+
+Its own command, the same on every device: verl's script downloaded data only in its GPU
+branch. Launching never downloads; preflight points here when a file is missing.
+"""
+
+import argparse
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+from verl_qwen35.installed import launch_install_command
+
+REPO = "tyzhu/geo3k"
+FILES = ("train.parquet", "test.parquet")
+
+
+class OfflineError(RuntimeError):
+    """The hub could not be reached (or no hub client is installed); nothing was half-written."""
+
+
+def fetch(out: Path, repo: str = REPO, files: tuple[str, ...] = FILES) -> list[Path]:
+    """Download each missing file of the dataset repo into `out`; keep what is already there."""
+    out.mkdir(parents=True, exist_ok=True)
+    fetched = []
+    for name in files:
+        target = out / name
+        if target.is_file() and target.stat().st_size > 0:
+            print(f"skip   {target} (already there, {target.stat().st_size / 2**20:.1f} MiB)")
+            fetched.append(target)
+            continue
+        print(f"fetch  {repo}/{name} -> {target} ...", flush=True)
+        fetched.append(_download(repo, name, out))
+        print(f"done   {target} ({target.stat().st_size / 2**20:.1f} MiB)")
+    return fetched
+
+
+def _download(repo: str, name: str, out: Path) -> Path:
+    if importlib.util.find_spec("huggingface_hub") is None:  # a config-only install; verl's runtime brings it
+        raise OfflineError(
+            f"huggingface_hub is not installed here: pip install huggingface_hub (or {launch_install_command()})"
+        )
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    try:
+        return Path(hf_hub_download(repo_id=repo, repo_type="dataset", filename=name, local_dir=out))
+    except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as err:
+        offline = " (HF_HUB_OFFLINE is set)" if os.environ.get("HF_HUB_OFFLINE") else ""
+        raise OfflineError(
+            f"could not fetch {repo}/{name} from the Hugging Face hub{offline}: {type(err).__name__}. "
+            f"On a machine without hub access, copy {', '.join(FILES)} into {out} by hand "
+            f"(or set HF_ENDPOINT to a mirror) and run this again."
+        ) from err
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m verl_qwen35.data", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path.home() / "data" / "geo3k", help="target directory")
+    parser.add_argument("--repo", default=REPO, help="Hugging Face dataset repository")
+    args = parser.parse_args(argv)
+    try:
+        fetch(args.out, args.repo)
+    except OfflineError as err:
+        print(f"error  {err}", file=sys.stderr)
+        return 2
+    print(f"ready  {args.out}: data.train_files={args.out / FILES[0]} data.val_files={args.out / FILES[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""`python -m verl_qwen35.cli.doctor [device=gpu|npu]`: is the software stack here fit to launch?
+
+Lists every component the launch path needs with its installed and required versions and a
+verdict, from the version matrix `verl_qwen35/matrix/<device>.yaml` (sources inside it).
+Exit 0 when everything fits, 2 otherwise. Imports nothing it checks (see verl_qwen35.run.stack).
+"""
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from tabulate import tabulate
+
+from verl_qwen35.cli.answers import answered
+from verl_qwen35.data import MATRIX_DIR
+from verl_qwen35.installed import detect_device
+from verl_qwen35.run.stack import MatrixError, Verdict, stack_verdicts
+
+DEVICES = sorted(p.stem for p in MATRIX_DIR.glob("*.yaml"))
+
+
+def table(verdicts: list[Verdict]) -> str:
+    rows = [
+        (v.name, v.installed, v.required, ("ok" if v.ok else "FAIL") + (f": {v.note}" if v.note else ""))
+        for v in verdicts
+    ]
+    return tabulate(rows, headers=("component", "installed", "required", "verdict"), tablefmt="plain")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m verl_qwen35.cli.doctor", description=__doc__.splitlines()[0])
+    parser.add_argument("device", nargs="?", default=None, help="device=gpu|npu (detected when omitted)")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--matrix", type=Path, help="a version matrix of your own instead of matrix/<device>.yaml")
+    args = parser.parse_args(argv)
+    device = args.device.removeprefix("device=") if args.device else detect_device()
+    if device not in DEVICES:
+        print(f"doctor: device={device} is not one of {', '.join(DEVICES)}", file=sys.stderr)
+        return 2
+    matrix = args.matrix or MATRIX_DIR / f"{device}.yaml"
+    if not matrix.is_file():
+        print(f"doctor: --matrix {matrix} does not exist", file=sys.stderr)
+        return 2
+    try:
+        verdicts = stack_verdicts(matrix)
+    except MatrixError as err:
+        print(f"doctor: --matrix {err}", file=sys.stderr)
+        return 2
+    failing = [v for v in verdicts if not v.ok]
+    if args.format == "json":
+        print(json.dumps({"device": device, "ok": not failing, "components": [asdict(v) for v in verdicts]}, indent=2))
+    else:
+        print(f"device={device}; matrix {matrix}")
+        print(table(verdicts))
+        verdict = "ready to launch" if not failing else f"NOT ready: {', '.join(v.name for v in failing)}"
+        print(f"verdict: {verdict}")
+    return 2 if failing else 0
+
+
+if __name__ == "__main__":
+    with answered("python -m verl_qwen35.cli.doctor"):  # `| head` ends quietly
+        code = main()
+        sys.stdout.flush()
+    sys.exit(code)

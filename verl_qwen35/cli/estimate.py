@@ -1,0 +1,68 @@
+"""`verl-qwen35 estimate [overrides] [--format json]`: memory per device and host memory per node."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from verl_qwen35.checks.layout import layout_problems, positive_problems
+from verl_qwen35.checks.memory import estimable, memory_lines, memory_problems
+from verl_qwen35.cli.answers import answered
+from verl_qwen35.config import compose
+from verl_qwen35.config.errors import resolve_naming_key
+from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.memory import InputError, MemoryEstimate, estimate, read_inputs
+
+PROG = "verl-qwen35 estimate"
+
+
+def _text(e: MemoryEstimate, cfg: DictConfig) -> str:
+    lines = memory_lines(cfg)
+    lines.append("training   " + ", ".join(f"{k} {v:.2f}" for k, v in e.train_breakdown.items()) + " GiB")
+    lines.append("rollout    " + ", ".join(f"{k} {v:.2f}" for k, v in e.rollout_breakdown.items()))
+    lines.append("host/node  " + ", ".join(f"{k} {v:.2f}" for k, v in e.host_breakdown.items()) + " GiB")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`verl-qwen35 estimate device=npu model=122b [--format json]`: exit 0 when it fits, 2 when not."""
+    parser = argparse.ArgumentParser(prog=PROG, description=main.__doc__)
+    parser.add_argument("overrides", nargs="*", help="the same overrides as python -m verl_qwen35")
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--config-dir", "-cd", type=Path, help="a directory of your own config groups, as for the entrypoint"
+    )
+    args = parser.parse_intermixed_args(argv)
+    # The entrypoint's answers: Hydra/OmegaConf/YAML mistakes and refusals exit 2, `| head` ends quietly.
+    with answered(PROG):
+        code = _report(args.overrides, args.format, [args.config_dir] if args.config_dir else [])
+        sys.stdout.flush()  # a closed pipe shows here, inside `answered`, not at interpreter exit
+    return code
+
+
+def _report(overrides: list[str], fmt: str, config_dirs: list[Path]) -> int:
+    cfg = compose(overrides, config_dirs=config_dirs)
+    resolve_naming_key(cfg)
+    try:
+        read_inputs(cfg)
+    except InputError as err:
+        print(f"ERROR   [{err.key}] {err}", file=sys.stderr)
+        print(f"{PROG}: no estimate until that value is fixed", file=sys.stderr)
+        return 2
+    if not estimable(cfg):
+        layout = Layout.of(cfg)
+        found = positive_problems(layout) or layout_problems(layout, cfg.model, str(cfg.trainer.get("device", "gpu")))
+        for problem in found:
+            print(problem, file=sys.stderr)
+        print(f"{PROG}: no estimate for this layout; fix the parallel.* values above", file=sys.stderr)
+        return 2
+    e = estimate(cfg)
+    if fmt == "json":
+        print(json.dumps(e.as_dict(), indent=2))
+    else:
+        print(_text(e, cfg))
+    for problem in memory_problems(cfg):
+        print(problem, file=sys.stderr)
+    return 0 if e.fits else 2

@@ -1,0 +1,44 @@
+"""The one composition path: Hydra composes conf/ over verl's own config, with the checks before writing.
+
+Every command and every test composes through `compose` (in-process, Hydra's compose API) or through
+the command's `@hydra.main` (the same conf/config.yaml, whose callback runs the same checks).
+"""
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from omegaconf import DictConfig
+
+from verl_qwen35.config.choices import implicit_overrides
+from verl_qwen35.config.patch import link_patch
+from verl_qwen35.config.prewrite import check_before_writing
+from verl_qwen35.config.resolvers import register_resolvers
+from verl_qwen35.config.schema import register_schema
+from verl_qwen35.installed import conf_dir, verl_config_dir
+
+__all__ = ["compose"]
+
+
+def compose(
+    overrides: Sequence[str] = (), config_dirs: Sequence[Path | str] = (), announce: bool = False
+) -> DictConfig:
+    """The job config (without the `hydra` node, unresolved) for these command-line overrides.
+
+    `config_dirs`: what `--config-dir DIR` adds on the command line, checked the same way and put
+    on Hydra's search path after ours and verl's. A user mistake raises `UserError` naming the key."""
+    register_resolvers()
+    register_schema()
+    lines = [*implicit_overrides(list(overrides), announce=announce), *overrides]
+    dirs = [Path(d) for d in config_dirs]
+    check_before_writing(lines, dirs, None)
+    if dirs:
+        # conf/config.yaml's searchpath (verl's configs), then the user's directories.
+        paths = [f"file://{verl_config_dir()}", *(f"file://{d.resolve()}" for d in dirs)]
+        lines.append(f"hydra.searchpath=[{','.join(paths)}]")
+    with initialize_config_dir(str(conf_dir()), version_base=None, job_name="verl_qwen35"):
+        cfg = hydra_compose("config", overrides=lines)
+    check_before_writing([], (), cfg)  # what the files and interpolations brought in
+    link_patch(cfg)  # `megatron.<any key>` reaches actor and ref, as in the command
+    return cfg

@@ -1,0 +1,126 @@
+"""Choices the command fills in (device, verl schema) and the group choices it refuses.
+
+verl ships a config group named `model` (`model@actor_rollout_ref.model: hf_model`) and
+Hydra unions same-named groups across the search path, so without this guard
+`model=hf_model` or `model@actor_rollout_ref.model=35b` would compose nonsense.
+"""
+
+import itertools
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from hydra.core.override_parser.types import Override
+
+from verl_qwen35.errors import UserError
+from verl_qwen35.installed import conf_dir, detect_device, installed_verl_schema, verl_config_dir
+
+OUR_GROUPS = ("device", "model", "parallel", "tuning", "verl_schema", "submit")
+DEFAULT_MODEL = "35b"  # conf/config.yaml's defaults list
+
+
+class ChoiceError(UserError):
+    """A group choice that cannot compose into a Qwen3.5 launch."""
+
+
+def options(group: str, extra_dirs: Iterable[Path] = ()) -> list[str]:
+    """Our options of a group, plus any a user adds with --config-dir."""
+    found = set()
+    for root in (conf_dir(), *extra_dirs):
+        found.update(p.stem for p in (Path(root) / group).glob("*.yaml"))
+    return sorted(found)
+
+
+def values(override: Override) -> list[str]:
+    if override.is_sweep_override():
+        return [str(v) for v in override.sweep_iterator()]
+    return [str(override.value())]
+
+
+def _group_choices(overrides: Sequence[Override]) -> dict[str, list[str]]:
+    return {
+        o.key_or_group: values(o)
+        for o in overrides
+        if o.package is None and not o.is_delete() and o.key_or_group in OUR_GROUPS
+    }
+
+
+def check_choices(overrides: Sequence[Override], extra_dirs: Iterable[Path] = ()) -> None:
+    """Refuse choices of our groups that are not ours, our options at verl's packages, and a model
+    whose default layout preset does not exist."""
+    extra_dirs = tuple(extra_dirs)
+    verl_models = {p.stem for p in (verl_config_dir() / "model").glob("*.yaml")}
+    for override in overrides:
+        group, package = override.key_or_group, override.package
+        if override.is_delete() or group not in OUR_GROUPS:
+            continue
+        valid = options(group, extra_dirs)
+        for value in values(override):
+            if package is None and value not in valid:
+                raise ChoiceError(_not_ours(group, value, valid))
+            if package is not None and group == "model" and value not in verl_models:
+                raise ChoiceError(
+                    f"model@{package}={value}: `model@...` is verl's HF-model group "
+                    f"(options: {', '.join(sorted(verl_models))}); pick a Qwen3.5 preset with "
+                    f"model=<{'|'.join(valid)}> and set HF model fields as actor_rollout_ref.model.KEY=VALUE"
+                )
+    _check_layout_presets(_group_choices(overrides), extra_dirs)
+
+
+def _check_layout_presets(chosen: dict[str, list[str]], extra_dirs: tuple[Path, ...]) -> None:
+    """`parallel: ${model}_${device}` needs that file; say which one to add instead of Hydra's search path dump."""
+    if "parallel" in chosen:
+        return
+    layouts = set(options("parallel", extra_dirs))
+    for model, device in itertools.product(chosen.get("model", [DEFAULT_MODEL]), chosen.get("device", ["gpu"])):
+        if f"{model}_{device}" in layouts:
+            continue
+        raise ChoiceError(_no_layout(model, device, layouts, extra_dirs[0] if extra_dirs else None))
+
+
+def _no_layout(model: str, device: str, layouts: Iterable[str], extra_dir: Path | None) -> str:
+    where = (extra_dir or Path("<your --config-dir>")) / "parallel" / f"{model}_{device}.yaml"
+    return (
+        f"model={model} has no layout preset for device={device}: add {where} "
+        "with at least parallel.nnodes and parallel.devices_per_node "
+        f"(like {conf_dir() / 'parallel' / '35b_gpu.yaml'}), "
+        f"or pick an existing layout with parallel=<{'|'.join(sorted(layouts))}>"
+    )
+
+
+def _not_ours(group: str, value: str, valid: Iterable[str]) -> str:
+    return (
+        f"{group}={value} is not a {group} of verl_qwen35; choose one of: "
+        f"{', '.join(sorted(valid))} (add your own with --config-dir DIR holding {group}/NAME.yaml)"
+    )
+
+
+def missing_choice(missing: str, found: Iterable[str]) -> str | None:
+    """Hydra's missing `group/name` (with the options it found) of one of our groups, said as check_choices says
+    it; None for any other group."""
+    group, _, name = missing.partition("/")
+    if group not in OUR_GROUPS or not name or "/" in name:
+        return None
+    verl_only = {p.stem for p in (verl_config_dir() / group).glob("*.yaml")} - set(options(group))
+    valid = sorted(set(found) - verl_only)
+    model, _, device = name.rpartition("_")
+    if group == "parallel" and model in options("model") and device in ("gpu", "npu"):  # `${model}_${device}`
+        return _no_layout(model, device, valid, None)
+    return _not_ours(group, name, valid)
+
+
+def implicit_overrides(overrides: Sequence[str], announce: bool = True) -> list[str]:
+    """`device` (detected) and `verl_schema` (the installed verl's) when the command line gives none.
+
+    Hydra reads one override per argument, so a choice given is an argument that starts with it."""
+    given = {o.split("=", 1)[0].lstrip("+~") for o in overrides if "=" in o or o.startswith("~")}
+    added = []
+    if "device" not in given:
+        device = detect_device()
+        added.append(f"device={device}")
+        if announce:
+            why = "torch_npu is installed" if device == "npu" else "torch_npu is not installed"
+            print(f"verl-qwen35: device={device} ({why}); pass device=gpu|npu to choose", file=sys.stderr)
+    if "verl_schema" not in given:
+        added.append(f"verl_schema={installed_verl_schema()}")
+    return added

@@ -1,0 +1,161 @@
+"""The package's own config nodes, typed, and the verl keys they feed: the one place the layout keys are named."""
+
+from dataclasses import dataclass, field
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+ACTOR = "actor_rollout_ref.actor.megatron"
+REF = "actor_rollout_ref.ref.megatron"
+# Parallel sizes are part of the patch; each interpolates one `parallel.*` key.
+PARALLEL_KEYS = {
+    "tensor_model_parallel_size": "parallel.tp",
+    "pipeline_model_parallel_size": "parallel.pp",
+    "virtual_pipeline_model_parallel_size": "parallel.vpp",
+    "context_parallel_size": "parallel.cp",
+    "expert_model_parallel_size": "parallel.ep",
+    "expert_tensor_parallel_size": "parallel.etp",
+}
+
+# verl keys outside actor/ref megatron that a `parallel.*` key feeds.
+LAYOUT_FEEDS: dict[str, str] = {
+    "trainer.nnodes": "parallel.nnodes",
+    "trainer.n_gpus_per_node": "parallel.devices_per_node",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size": "parallel.gen_tp",
+    "actor_rollout_ref.rollout.data_parallel_size": "parallel.gen_dp",
+    "actor_rollout_ref.rollout.expert_parallel_size": "parallel.gen_ep",
+}
+
+
+# The typed nodes below are registered in Hydra's ConfigStore and merged under the YAML presets
+# (conf/config.yaml's defaults list names each `verl_qwen35_schema/<node>`; each submit option its own), so a
+# wrong type or a missing key of these nodes is refused by OmegaConf while composing, naming the key.
+# A preset holds only what differs from these defaults.
+
+
+@dataclass
+class Parallel:
+    """The one place a layout is set; verl's actor, ref, rollout and trainer keys interpolate it."""
+
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    etp: int | None = 1
+    vpp: int | None = None
+    gen_tp: int = 1
+    gen_dp: int = 1
+    gen_ep: int = 1
+    nnodes: int = MISSING
+    devices_per_node: int = MISSING
+
+
+@dataclass
+class Model:
+    """Architecture facts (the HF config.json's text_config) and the recipe numbers used in several keys."""
+
+    name: str = MISSING
+    hf_id: str = MISSING
+    num_layers: int = MISSING
+    hidden_size: int = MISSING
+    num_attention_heads: int = MISSING
+    num_key_value_heads: int = MISSING
+    head_dim: int = MISSING
+    num_experts: int = MISSING
+    num_experts_per_tok: int = MISSING
+    moe_intermediate_size: int = MISSING
+    shared_expert_intermediate_size: int = MISSING
+    linear_num_key_heads: int = MISSING
+    linear_num_value_heads: int = MISSING
+    linear_key_head_dim: int = MISSING
+    linear_value_head_dim: int = MISSING
+    full_attention_interval: int = MISSING
+    vocab_size: int = MISSING
+    max_position_embeddings: int = MISSING
+    mtp_num_layers: int | None = None
+    train_batch_size: int = MISSING
+    ppo_mini_batch_size: int = MISSING
+    max_prompt_length: int = MISSING
+    max_response_length: int = MISSING
+    max_token_len_per_gpu: int = MISSING
+
+
+@dataclass
+class Hardware:
+    """Capacities the memory estimate is checked against (per device, and host memory per node)."""
+
+    device_memory_gib: float = MISSING
+    host_memory_gib: float = MISSING
+    reserved_gib: float = 4.0
+
+
+@dataclass
+class Env:
+    """Variables for the driver and every Ray worker (a value in the shell wins); `unset` is cleared."""
+
+    set: dict[str, str] = field(default_factory=dict)
+    unset: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LaunchChecks:
+    """At launch only: the software stack against the device's matrix, and the cluster's devices."""
+
+    stack: bool = True
+    devices: bool = True
+
+
+@dataclass
+class SubmitNone:
+    backend: str = "none"
+
+
+@dataclass
+class SubmitRayJob:
+    backend: str = "ray_job"
+    address: str = "http://127.0.0.1:8265"
+    python: str = "python"
+
+
+@dataclass
+class SlurmRay:
+    port: int = 6379
+    dashboard_port: int = 8265
+    client_server_port: int = 10001
+    temp_dir: str | None = None
+    interface: str | None = None
+    wait_timeout: int = 600
+    head_args: list[str] = field(default_factory=list)
+    worker_args: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SubmitSlurm:
+    backend: str = "slurm"
+    job_name: str | None = None
+    partition: str | None = None
+    account: str | None = None
+    time: str | None = None
+    exclusive: bool = True
+    cpus_per_node: int | None = None
+    sbatch: list[str] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)
+    python: str = "python"
+    container: str | None = None
+    mounts: list[str] = field(default_factory=list)
+    ray: SlurmRay = field(default_factory=SlurmRay)
+
+
+SCHEMA_GROUP = "verl_qwen35_schema"
+# Our top-level nodes; the rest of the config is verl's own. `dry_run` is false, true or "full": a bool
+# or a string, which OmegaConf cannot type as one (run/job.py's mode_of checks it).
+NODES = {"parallel": Parallel, "model": Model, "hardware": Hardware, "env": Env, "launch_checks": LaunchChecks}
+
+
+def register_schema() -> None:
+    """Store the typed nodes in Hydra's ConfigStore (its public registry; storing twice replaces)."""
+    store = ConfigStore.instance()
+    for name, node in NODES.items():
+        store.store(group=SCHEMA_GROUP, name=name, node=node, package=name)
+    for name, node in (("submit_none", SubmitNone), ("submit_ray_job", SubmitRayJob), ("submit_slurm", SubmitSlurm)):
+        store.store(group=SCHEMA_GROUP, name=name, node=node)

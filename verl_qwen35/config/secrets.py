@@ -1,0 +1,178 @@
+"""Find secrets wherever a command line or a config could carry them, before anything is written.
+
+Hydra writes `.hydra/overrides.yaml` and `.hydra/config.yaml` before the job runs, so the
+overrides are scanned before Hydra starts; the composed config is scanned again (for values
+that came from --config-dir files or interpolations) before a plan, verdict or launch.yaml.
+A finding names the key and the variable, never the value.
+"""
+
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from hydra.core.override_parser.types import Override
+from omegaconf import DictConfig, OmegaConf
+
+from verl_qwen35.errors import UserError
+
+# A name is split into words (`_`, `-`, `.`, camelCase); it looks secret when a word is one of
+# these or ends in one of the long ones (HFTOKEN), unless its last word says it holds a path
+# (HF_TOKEN_PATH, SSH_KEY_FILE, CREDENTIALS_DIR). TOKENIZERS_PARALLELISM has no such word.
+SECRET_WORDS = frozenset(
+    [
+        "KEY",
+        "KEYS",
+        "APIKEY",
+        "TOKEN",
+        "SECRET",
+        "SECRETS",
+        "PASSWORD",
+        "PASSWORDS",
+        "PASSWD",
+        "PASS",
+        "PAT",
+        "PASSPHRASE",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "CRED",
+        "CREDS",
+        "AUTH",
+        "AUTHTOKEN",
+        "PRIVATEKEY",
+        "COOKIE",
+        "AUTHORIZATION",
+        "BEARER",
+        "DSN",
+    ]
+)
+SECRET_SUFFIXES = ("APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS")
+PATH_WORDS = frozenset(["PATH", "FILE", "FILES", "DIR", "DIRS", "DIRECTORY", "FOLDER"])
+# A last word that makes the name a setting about a secret, not the secret (RAY_AUTH_MODE, SSH_AUTH_SOCK).
+SETTING_WORDS = frozenset(["MODE", "TYPE", "METHOD", "ENABLE", "ENABLED", "DISABLE", "DISABLED", "SOCK", "TIMEOUT"])
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def name_words(name: str) -> list[str]:
+    """`wandbApiKey` -> WANDB API KEY; `HF_TOKEN_PATH` -> HF TOKEN PATH."""
+    return [w.upper() for w in _WORD.findall(name)]
+
+
+@lru_cache(maxsize=4096)  # asked for every env name and string value of every config
+def looks_secret(name: str) -> bool:
+    """True for WANDB_API_KEY, HF_TOKEN, db_password, GITHUB_PAT, apiKey; False for HF_TOKEN_PATH, *_FILE, *_DIR."""
+    words = name_words(name)
+    if not words or words[-1] in PATH_WORDS or words[-1] in SETTING_WORDS:
+        return False
+    return any(w in SECRET_WORDS or (len(w) > 6 and w.endswith(SECRET_SUFFIXES)) for w in words)
+
+
+def shell_secrets(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Secret-looking variables of the launching shell whose value looks like a secret too: 10+
+    characters, not a plain word. `RAY_AUTH_MODE=disabled` would otherwise match every `disabled`."""
+    return {
+        name: value
+        for name, value in environ.items()
+        if looks_secret(name) and len(value) >= 10 and not value.isalpha() and " " not in value
+    }
+
+
+# Mappings whose keys are environment variable names (ours, Ray's runtime_env, Hydra's own env_set).
+ENV_CONTAINERS = ("env.set", "env_vars", "env_set")
+# A config key (not a variable name) holds a secret when it ends like these: `wandb_api_key`,
+# `hf_token`, `password`; `ppo_max_token_len_per_gpu` and `prompt_key` do not.
+_KEY_ENDINGS = ("API KEY", "ACCESS KEY", "SECRET KEY", "PRIVATE KEY", "AUTH KEY")
+_KEY_LAST_WORDS = frozenset(SECRET_SUFFIXES) | {"PASS", "PAT", "AUTH", "APIKEY"}
+# NAME=value inside a string: a shell line (`export HF_TOKEN=...`, submit.setup), an sbatch option
+# (`--export=ALL,NAME=value`), a command (`env NAME=value python`). Zero-width, so `--env=API_KEY=x`
+# yields both `env` and `API_KEY`; `NAME=$NAME` refers to the shell's value and is fine.
+_ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_])(?=([A-Za-z_][A-Za-z0-9_]*)=([^\s,;'\"]*))")
+# scheme://user:password@host: the password is a secret whatever the key is called (submit.address).
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@")
+_ENV_READ = re.compile(r"\$\{\s*(?:oc\.env|env)\s*:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)")
+ADVICE = (
+    "export it in the shell of every node before `ray start` (Ray workers inherit it there) and keep it "
+    "out of the command line and the config, which are printed and saved with every run"
+)
+
+
+@lru_cache(maxsize=4096)  # a config has ~1,500 keys, the same in every sweep job
+def config_key_looks_secret(key: str) -> bool:
+    words = name_words(key)
+    return bool(words) and (words[-1] in _KEY_LAST_WORDS or " ".join(words[-2:]) in _KEY_ENDINGS)
+
+
+def _is_env_container(path: str) -> bool:
+    """True when the mapping at `path` holds environment variables (its keys are variable names)."""
+    return any(path == c or path.endswith(f".{c}") for c in ENV_CONTAINERS)
+
+
+def _in_env_container(path: str) -> bool:
+    return _is_env_container(path.rsplit(".", 1)[0] if "." in path else "")
+
+
+def findings(path: str, value: Any, shell: Mapping[str, str], in_env: bool | None = None) -> Iterator[tuple[str, str]]:
+    """(key, why) for every secret under `path`; `value` is a plain value, dict or list.
+
+    `in_env` says whether `path` is a variable of an env mapping; callers leave it out (it is
+    worked out from `path`), the walk passes it down so a config is not re-parsed per leaf.
+    """
+    if in_env is None:
+        in_env = _in_env_container(path)
+    if isinstance(value, Mapping):
+        children_in_env = _is_env_container(path)
+        for key, child in value.items():
+            yield from findings(f"{path}.{key}" if path else str(key), child, shell, children_in_env)
+        return
+    if isinstance(value, list | tuple):
+        for child in value:
+            yield from findings(path, child, shell, in_env)
+        return
+    name = path.rsplit(".", 1)[-1]
+    if in_env and looks_secret(name):
+        yield path, f"{name} looks like a secret variable"
+    elif isinstance(value, str) and value and config_key_looks_secret(name) and not _ENV_READ.search(value):
+        yield path, f"{name} looks like a key for a secret"
+    if isinstance(value, str):
+        for var, assigned in _ASSIGNMENT.findall(value):
+            if assigned and not assigned.startswith("$") and looks_secret(var):
+                yield path, f"sets the secret-looking variable {var} to a value"
+        if _URL_PASSWORD.search(value):
+            yield path, "holds a URL with a password (user:password@host)"
+        for read in _ENV_READ.findall(value):
+            if looks_secret(read):
+                yield path, f"reads the secret-looking variable {read} (its value would be written resolved)"
+        for var, secret in shell.items():
+            if secret in value:
+                yield path, f"holds the value of your shell's {var}"
+
+
+def _override_value(override: Override) -> Any:
+    if override.is_sweep_override():
+        return [v for v in override.sweep_iterator()]
+    return override.value()
+
+
+def check_overrides(overrides: Sequence[Override]) -> None:
+    """Refuse, before Hydra writes `.hydra/`, an override that puts a secret into the config."""
+    shell = shell_secrets()
+    for override in overrides:
+        if override.is_delete():
+            continue
+        key = override.key_or_group if override.package is None else f"{override.key_or_group}@{override.package}"
+        for where, why in findings(key, _override_value(override), shell):
+            raise UserError(f"{where}: {why}; refused before anything was written. Instead, {ADVICE}.")
+
+
+def config_findings(cfg: DictConfig) -> list[tuple[str, str]]:
+    """Secrets in a composed config (resolved where it can be; env reads are looked at unresolved)."""
+    shell = shell_secrets()
+    return list(findings("", OmegaConf.to_container(cfg, resolve=False), shell))
+
+
+def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """Anything printed or saved, with the values of the shell's secret-looking variables masked."""
+    for name, value in (shell_secrets() if environ is None else shell_secrets(environ)).items():
+        text = text.replace(value, f"<{name} redacted>")
+    return text

@@ -1,0 +1,122 @@
+"""What is installed here, read from package metadata and `find_spec` without importing anything.
+
+Importing verl imports torch and Ray (seconds, hundreds of MiB); composing and checking a config
+needs only verl's YAML files and its version, so both are found without an import.
+"""
+
+import importlib.util
+import json
+from functools import cache
+from importlib.metadata import PackageNotFoundError, distribution, requires, version
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.version import InvalidVersion, Version
+
+from verl_qwen35.errors import UserError
+
+PACKAGE = "verl-qwen35"
+SUPPORTED_VERL = ">=0.8,<0.10"
+# The verl the config-only install names: the newest release CI runs against.
+CONFIG_ONLY_VERL = "pip install --no-deps 'verl==0.9.1'"
+# verl minor version -> the `verl_schema` option composing its config.
+SCHEMAS = {"0.8": "v0_8", "0.9": "v0_9"}
+_HERE = Path(__file__).resolve().parent
+# The Ascend image's megatron-core: the rules it implies are assumed when none is installed here.
+ASSUMED_MCORE = (0, 16)
+
+
+class VerlNotInstalled(UserError, ModuleNotFoundError):
+    """No verl at all: an install step the user missed, answered with one message and exit 2."""
+
+
+def launch_install_command() -> str:
+    """`pip install` of this very copy with the `launch` extra (editable checkout, local path or index)."""
+    try:
+        direct_url = distribution(PACKAGE).read_text("direct_url.json")
+    except PackageNotFoundError:
+        direct_url = None
+    if direct_url:
+        found = json.loads(direct_url)
+        url = found.get("url", "")
+        if url.startswith("file://"):  # a checkout (editable or not) or a wheel file
+            editable = "-e " if found.get("dir_info", {}).get("editable") else ""
+            return f"pip install {editable}'{url.removeprefix('file://')}[launch]'"
+    return f"pip install '{PACKAGE}[launch]'"
+
+
+def verl_missing_message() -> str:
+    return (
+        f"verl is not installed. For composing and checking configs: {CONFIG_ONLY_VERL}; "
+        f"to launch too: {launch_install_command()} (verl{SUPPORTED_VERL} is supported)"
+    )
+
+
+def missing_verl_runtime() -> list[str]:
+    """verl's own unconditional requirements that are not installed (all of them after `--no-deps`)."""
+    missing = []
+    for line in requires("verl") or []:
+        requirement = Requirement(line)
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            continue  # an extra's requirement
+        try:
+            distribution(requirement.name)
+        except PackageNotFoundError:
+            missing.append(requirement.name)
+    return missing
+
+
+@cache
+def installed_verl_version() -> str:
+    try:
+        return version("verl")
+    except PackageNotFoundError as err:
+        raise VerlNotInstalled(verl_missing_message()) from err
+
+
+def installed_verl_schema() -> str:
+    """The `verl_schema` option matching the installed verl, or a clear refusal."""
+    found = installed_verl_version()
+    try:
+        release = Version(found).release
+    except InvalidVersion:
+        release = ()
+    minor = ".".join(str(part) for part in release[:2])
+    if minor not in SCHEMAS:
+        supported = ", ".join(f"{m}.x" for m in SCHEMAS)
+        raise UserError(f"verl {found} is installed; verl_qwen35 supports verl {supported}")
+    return SCHEMAS[minor]
+
+
+@cache
+def installed_mcore() -> tuple[int, int] | None:
+    """(major, minor) of the installed megatron-core, or None."""
+    try:
+        release = Version(version("megatron-core")).release
+    except (PackageNotFoundError, InvalidVersion):
+        return None
+    return (release[0], release[1]) if len(release) >= 2 else None
+
+
+def conf_dir() -> Path:
+    """Our conf/: inside the package in a wheel, beside it in a source checkout."""
+    for candidate in (_HERE / "conf", _HERE.parent / "conf"):
+        if (candidate / "config.yaml").is_file():
+            return candidate
+    raise FileNotFoundError(f"verl_qwen35: no conf/config.yaml in {_HERE} or {_HERE.parent}")
+
+
+def verl_config_dir() -> Path:
+    """verl's trainer/config directory; find_spec on the top-level name imports nothing."""
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        raise VerlNotInstalled(verl_missing_message())
+    path = Path(next(iter(spec.submodule_search_locations))) / "trainer" / "config"
+    if not (path / "ppo_trainer.yaml").is_file():
+        raise FileNotFoundError(f"verl is installed but {path}/ppo_trainer.yaml is missing")
+    return path
+
+
+def detect_device() -> str:
+    """npu on a host with torch_npu installed, else gpu (find_spec imports nothing)."""
+    return "npu" if importlib.util.find_spec("torch_npu") is not None else "gpu"

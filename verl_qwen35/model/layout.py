@@ -1,0 +1,58 @@
+"""The layout verl will really run: the parallel sizes read from verl's own keys."""
+
+from dataclasses import dataclass
+
+from omegaconf import DictConfig
+
+
+def _one_if_null(value: object) -> object:
+    return 1 if value is None else value
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The numbers verl will actually use, read from verl's own keys."""
+
+    nnodes: int
+    devices_per_node: int
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    etp: int
+    vpp: int | None
+    gen_tp: int
+    gen_dp: int = 1
+    gen_pp: int = 1
+    gen_ep: int = 1
+
+    @property
+    def world(self) -> int:
+        return self.nnodes * self.devices_per_node
+
+    @property
+    def dp(self) -> int:
+        return self.world // (self.tp * self.pp * self.cp)
+
+    @property
+    def expert_dp(self) -> int:
+        return self.world // (self.etp * self.ep * self.pp)
+
+    @classmethod
+    def of(cls, cfg: DictConfig) -> "Layout":
+        m, r = cfg.actor_rollout_ref.actor.megatron, cfg.actor_rollout_ref.rollout
+        return cls(
+            nnodes=cfg.trainer.nnodes,
+            devices_per_node=cfg.trainer.n_gpus_per_node,
+            tp=m.tensor_model_parallel_size,
+            pp=m.pipeline_model_parallel_size,
+            cp=m.context_parallel_size,
+            ep=m.expert_model_parallel_size,
+            etp=m.expert_tensor_parallel_size or m.tensor_model_parallel_size,
+            vpp=m.virtual_pipeline_model_parallel_size,
+            gen_tp=r.tensor_model_parallel_size,
+            # null or absent: verl's default 1 (trainer/config/rollout/rollout.yaml); 0 stays 0 and is refused.
+            gen_dp=_one_if_null(r.get("data_parallel_size")),
+            gen_pp=_one_if_null(r.get("pipeline_model_parallel_size")),
+            gen_ep=_one_if_null(r.get("expert_parallel_size")),
+        )

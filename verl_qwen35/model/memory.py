@@ -1,0 +1,670 @@
+"""Memory per device (training and rollout) and host memory per node, by arithmetic alone.
+
+No torch, no verl: the numbers come from the model facts (`model.*`), the layout
+(`checks.layout.Layout`) and a few resolved verl keys (`Settings`). Two entry points:
+
+- `estimate(cfg)`: the whole estimate of one resolved config (preflight, plan, CLI).
+- `estimate_layout(model, layout, settings)`: the same for plain values, so a layout planner
+  can rank thousands of layouts in-process (`ModelFacts.of` and `Settings.of` are read once;
+  each call is a few microseconds of arithmetic).
+
+Formulas and their sources are written beside the code. Everything is bytes until `GIB`.
+What is NOT modelled (and why the device capacities keep a reserve, `hardware.reserved_gib`):
+allocator fragmentation, NCCL/HCCL buffers beyond the reserve, MoE token-permutation and
+all-to-all buffers, CUDA-graph pools, the vision tower (no facts for it in the reference; it is
+small next to the MoE layers), Python/Ray/data-loader host memory.
+"""
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from omegaconf import DictConfig
+
+from verl_qwen35.model.layout import Layout
+
+GIB = 2**30
+BF16 = 2
+FP32 = 4
+
+# Defaults of keys the reference does not give for every model.
+CONV_KERNEL = 4  # HF Qwen3.5 / Qwen3-Next `linear_conv_kernel_dim`
+VLLM_MAX_NUM_SEQS = 256  # verl rollout.max_num_seqs default (trainer/config/rollout/rollout.yaml)
+VLLM_MAX_BATCHED_TOKENS = 8192  # verl rollout.max_num_batched_tokens default
+# Per logit of the TP vocabulary shard (an approximation): the bf16 output of the output layer
+# plus two fp32 buffers saved for backward (verl/utils/megatron/tensor_parallel.py
+# _VocabParallelEntropy saves the logits and their softmax; megatron-core's
+# vocab_parallel_cross_entropy keeps its exp-logits).
+LOGIT_BYTES = BF16 + FP32 + FP32
+# Forward-only log-prob passes: the bf16 logits and one fp32 log-softmax buffer per logit.
+LOG_PROB_LOGIT_BYTES = BF16 + FP32
+
+
+class InputError(ValueError):
+    """A value the estimate reads is missing, null, of the wrong type or out of range.
+
+    Every read of `Settings.of` and `ModelFacts.of` goes through `_number`/`_flag`, so this is the
+    one place that decides what the estimate accepts; the message names the key, the value and
+    what would be right (the preflight, the estimate CLI and the planner all print it as is).
+    """
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+_MISSING = object()
+
+
+def _number(
+    node: Any,
+    name: str,
+    where: str,
+    *,
+    whole: bool = True,
+    low: float = 1,
+    high: float | None = None,
+    above: bool = False,
+    optional: bool = False,
+    default: Any = _MISSING,
+    hint: str = "",
+) -> Any:
+    """`node[name]` as an int (whole) or a finite float in [low, high] (or (low, high] when above)."""
+    key = f"{where}.{name}"
+    value = node.get(name, _MISSING) if node is not None else _MISSING
+    if value is _MISSING or value is None:
+        if default is not _MISSING:
+            return default
+        if optional:
+            return None
+        what = "is missing" if value is _MISSING else "is null"
+        raise InputError(key, f"{key} {what}: the memory estimate needs {_expected(whole, low, high, above)}{hint}")
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and whole and isinstance(value, float):
+        ok = value.is_integer()
+    if ok:
+        ok = (value > low if above else value >= low) and (high is None or value <= high)
+    if not ok:
+        raise InputError(key, f"{key}={value!r}: must be {_expected(whole, low, high, above)}{hint}")
+    return int(value) if whole else float(value)
+
+
+def _expected(whole: bool, low: float, high: float | None, above: bool) -> str:
+    kind = "an integer" if whole else "a number"
+    bound = f"{'>' if above else '>='} {low:g}" + (f" and <= {high:g}" if high is not None else "")
+    return f"{kind} {bound}"
+
+
+def _flag(node: Any, name: str, where: str, default: bool = False) -> bool:
+    """`node[name]` as a bool: true/false (null or absent: the default); a string like "maybe" is refused."""
+    value = node.get(name) if node is not None else None
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise InputError(f"{where}.{name}", f"{where}.{name}={value!r}: must be true or false")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFacts:
+    """Parameter counts of one Qwen3.5 MoE text model, by layer kind (HF weight names in comments).
+
+    Read once from `model.*` (the HF `text_config` facts, see the reference README).
+    """
+
+    num_layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    experts: int
+    topk: int
+    vocab: int
+    attention_layers: int
+    gdn_layers: int
+    # Per layer kind, before any parallel split.
+    attn_split: int  # q_proj (query + output gate: 2*heads*hd*h) + o_proj (heads*hd*h): split by TP
+    attn_kv_per_head: int  # k_proj + v_proj per KV head (2*hd*h): split by TP while kv_heads >= TP, else replicated
+    attn_replicated: int  # q_norm, k_norm (hd each), input/post-attention layernorm (h each)
+    gdn_split: int  # in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, conv1d, dt_bias, A_log, out_proj: by TP
+    gdn_replicated: int  # the gated RMSNorm (dv) and the two layernorms (h each)
+    expert: int  # one routed expert: gate, up, down projections (3*h*moe_ffn)
+    shared: int  # the shared expert (3*h*shared_ffn): split by TP
+    router: int  # mlp.gate (E*h) + shared_expert_gate (h): replicated
+    embedding: int  # embed_tokens (V*h): vocab-parallel over TP, first pipeline stage
+    output: int  # lm_head (V*h), last pipeline stage; 0 when tied and PP == 1
+    mtp_extra: int  # per MTP layer beyond its decoder layer: eh_proj (2h*h), enorm, hnorm, final norm
+    # GDN geometry for the vLLM state shapes.
+    gdn_conv_dim: int  # 2*Hk*dk + Hv*dv
+    gdn_value_heads: int
+    gdn_key_dim: int
+    gdn_value_dim: int
+    conv_kernel: int
+    attention_prefix: tuple[int, ...] = field(repr=False)  # full-attention layers among the first i layers
+
+    @classmethod
+    def of(cls, m: "Mapping[str, Any] | ModelFacts") -> "ModelFacts":
+        if isinstance(m, ModelFacts):
+            return m
+        hint = " (the HF text_config fact; a model of your own needs it in model/<name>.yaml)"
+
+        def fact(name: str, low: int = 1, **kw: Any) -> int:
+            return _number(m, name, "model", low=low, hint=hint, **kw)
+
+        h, L, hd = fact("hidden_size"), fact("num_layers"), fact("head_dim")
+        heads, kv = fact("num_attention_heads"), fact("num_key_value_heads")
+        hk, hv = fact("linear_num_key_heads"), fact("linear_num_value_heads")
+        dk, dv = fact("linear_key_head_dim"), fact("linear_value_head_dim")
+        kernel = fact("linear_conv_kernel_dim", default=CONV_KERNEL)
+        interval = fact("full_attention_interval")
+        experts = fact("num_experts")
+        topk = fact("num_experts_per_tok", high=experts)
+        vocab, moe_ffn = fact("vocab_size"), fact("moe_intermediate_size")
+        shared_ffn = fact("shared_expert_intermediate_size", low=0)
+        # Layer i is full attention when (i + 1) % interval == 0 (HF `layer_types`).
+        prefix = [0]
+        for i in range(L):
+            prefix.append(prefix[-1] + ((i + 1) % interval == 0))
+        conv_dim = 2 * hk * dk + hv * dv
+        gdn_split = h * conv_dim + h * hv * dv + 2 * h * hv + conv_dim * kernel + 2 * hv + hv * dv * h
+        tied = _flag(m, "tie_word_embeddings", "model")
+        return cls(
+            num_layers=L,
+            hidden=h,
+            heads=heads,
+            kv_heads=kv,
+            head_dim=hd,
+            experts=experts,
+            topk=topk,
+            vocab=vocab,
+            attention_layers=prefix[-1],
+            gdn_layers=L - prefix[-1],
+            attn_split=2 * heads * hd * h + heads * hd * h,
+            attn_kv_per_head=2 * hd * h,
+            attn_replicated=2 * hd + 2 * h,
+            gdn_split=gdn_split,
+            gdn_replicated=dv + 2 * h,
+            expert=3 * h * moe_ffn,
+            shared=3 * h * shared_ffn,
+            router=experts * h + h,
+            embedding=vocab * h,
+            output=0 if tied else vocab * h,
+            mtp_extra=2 * h * h + 3 * h,
+            gdn_conv_dim=conv_dim,
+            gdn_value_heads=hv,
+            gdn_key_dim=dk,
+            gdn_value_dim=dv,
+            conv_kernel=kernel,
+            attention_prefix=tuple(prefix),
+        )
+
+    @property
+    def attention_layer(self) -> int:
+        return self.attn_split + self.attn_kv_per_head * self.kv_heads + self.attn_replicated
+
+    @property
+    def gdn_layer(self) -> int:
+        return self.gdn_split + self.gdn_replicated
+
+    @property
+    def moe_layer(self) -> int:
+        return self.experts * self.expert + self.shared + self.router
+
+    @property
+    def moe_active(self) -> int:
+        return self.topk * self.expert + self.shared + self.router
+
+    @property
+    def params_total(self) -> int:
+        """Text model without MTP (what the published totals count); final norm included."""
+        body = self.attention_layers * self.attention_layer + self.gdn_layers * self.gdn_layer
+        return body + self.num_layers * self.moe_layer + self.embedding + self.output + self.hidden
+
+    @property
+    def params_active(self) -> int:
+        """Per token: every dense weight plus top-k routed experts and the shared expert per layer."""
+        body = self.attention_layers * self.attention_layer + self.gdn_layers * self.gdn_layer
+        return body + self.num_layers * self.moe_active + self.embedding + self.output + self.hidden
+
+    @property
+    def ffn_active_width(self) -> int:
+        """Intermediate width a token passes through in one MoE layer (top-k experts + shared)."""
+        return (self.topk * self.expert + self.shared) // (3 * self.hidden)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The resolved verl keys and capacities the estimate reads, taken once from a config.
+
+    A planner builds it once (`Settings.of(cfg)`) and varies only the `Layout`.
+    """
+
+    device_memory_gib: float
+    host_memory_gib: float
+    reserved_gib: float  # per device: CUDA/CANN context, NCCL/HCCL buffers, fragmentation
+    prompt_length: int
+    response_length: int
+    max_model_len: int | None
+    micro_batch: int  # ppo_micro_batch_size_per_gpu (sequences)
+    max_token_len: int | None  # ppo_max_token_len_per_gpu when use_dynamic_bsz, else None
+    mini_batch_sequences: int  # ppo_mini_batch_size * rollout.n
+    step_sequences: int  # train_batch_size * rollout.n: what the rollout generates per step
+    param_offload: bool
+    grad_offload: bool  # verl 0.8's megatron.grad_offload; on 0.9 param_offload also frees gradients
+    optimizer_offload: bool  # verl's: optimizer states to host between steps
+    optimizer_cpu_offload: bool  # Megatron's hybrid CPU optimizer (override_optimizer_config)
+    optimizer_offload_fraction: float
+    grad_bytes: int  # main gradients: fp32 unless a lower main_grads_dtype is configured
+    optimizer_bytes: int  # fp32 master + Adam exp_avg + exp_avg_sq per parameter
+    recompute_granularity: str | None
+    recompute_method: str | None
+    recompute_num_layers: int | None
+    sequence_parallel: bool
+    uses_reference: bool
+    mtp_layers: int  # MTP layers Megatron builds and trains (override_transformer_config.mtp_num_layers)
+    first_last: tuple[int | None, int | None] = (None, None)
+    gpu_memory_utilization: float = 0.5
+    max_num_seqs: int = VLLM_MAX_NUM_SEQS
+    max_num_batched_tokens: int = VLLM_MAX_BATCHED_TOKENS
+    vllm_sleep_level: int = 2
+    log_prob_micro_batch: int = 1  # the larger of rollout's and ref's log_prob_micro_batch_size_per_gpu
+    log_prob_max_token_len: int | None = None  # log_prob_max_token_len_per_gpu with log_prob_use_dynamic_bsz
+
+    @property
+    def sequence_length(self) -> int:
+        """Without packing (use_remove_padding=false) verl pads every sequence to prompt + response."""
+        return self.prompt_length + self.response_length
+
+    @property
+    def rollout_length(self) -> int:
+        return min(self.sequence_length, self.max_model_len or self.sequence_length)
+
+    @classmethod
+    def of(cls, cfg: DictConfig) -> "Settings":
+        """Read (and check, see `InputError`) every key the estimate uses, once."""
+        arr = cfg.actor_rollout_ref
+        actor, rollout, mg = arr.actor, arr.rollout, arr.actor.megatron
+        A, R, M = "actor_rollout_ref.actor", "actor_rollout_ref.rollout", "actor_rollout_ref.actor.megatron"
+        OTC, OOC = f"{M}.override_transformer_config", f"{A}.optim.override_optimizer_config"
+        otc = mg.get("override_transformer_config") or {}
+        optim = actor.optim
+        ooc = optim.get("override_optimizer_config") or {}
+        hw = cfg.get("hardware")
+        vllm_kwargs = (rollout.get("engine_kwargs") or {}).get("vllm") or {}
+        max_model_len = _number(rollout, "max_model_len", R, optional=True)
+        if max_model_len is None:
+            max_model_len = _number(vllm_kwargs, "max_model_len", f"{R}.engine_kwargs.vllm", optional=True)
+        precision_aware = _flag(ooc, "use_precision_aware_optimizer", OOC) or _flag(
+            optim, "use_precision_aware_optimizer", f"{A}.optim"
+        )
+        dtype_bytes = {"fp32": FP32, "float32": FP32, "bf16": BF16, "bfloat16": BF16, "fp16": BF16, "float16": BF16}
+
+        def optimizer_dtype(key: str) -> int:
+            return dtype_bytes.get(str(optim.get(key, "fp32")), FP32) if precision_aware else FP32
+
+        # Capacities: positive sizes, and the reserve must leave something of the device.
+        device_memory = _number(hw, "device_memory_gib", "hardware", whole=False, low=0, above=True)
+        reserved = _number(
+            hw, "reserved_gib", "hardware", whole=False, low=0, high=device_memory,
+            hint=f" (a part of hardware.device_memory_gib={device_memory:g})",
+        )  # fmt: skip
+        uses_ref = _flag(actor, "use_kl_loss", A) or _flag(cfg.algorithm, "use_kl_in_reward", "algorithm")
+        # The old-policy log-probs run with the rollout's log-prob micro-batch, the ref's with its own.
+        sides = [(rollout, R)] + ([(arr.ref, "actor_rollout_ref.ref")] if uses_ref else [])
+        log_prob_micro = max(_number(node, "log_prob_micro_batch_size_per_gpu", w, default=1) for node, w in sides)
+        dynamic = [(node, w) for node, w in sides if _flag(node, "log_prob_use_dynamic_bsz", w)]
+        param_offload = _flag(mg, "param_offload", M)
+        dynamic_bsz = _flag(actor, "use_dynamic_bsz", A)
+        rollout_n = _number(rollout, "n", R)
+        return cls(
+            device_memory_gib=device_memory,
+            host_memory_gib=_number(hw, "host_memory_gib", "hardware", whole=False, low=0, above=True),
+            reserved_gib=reserved,
+            prompt_length=_number(cfg.data, "max_prompt_length", "data"),
+            response_length=_number(cfg.data, "max_response_length", "data"),
+            max_model_len=max_model_len,
+            micro_batch=_number(actor, "ppo_micro_batch_size_per_gpu", A, default=1),
+            max_token_len=_number(actor, "ppo_max_token_len_per_gpu", A) if dynamic_bsz else None,
+            mini_batch_sequences=_number(actor, "ppo_mini_batch_size", A) * rollout_n,
+            step_sequences=_number(cfg.data, "train_batch_size", "data") * rollout_n,
+            param_offload=param_offload,
+            grad_offload=_flag(mg, "grad_offload", M, default=param_offload),
+            optimizer_offload=_flag(mg, "optimizer_offload", M),
+            optimizer_cpu_offload=_flag(ooc, "optimizer_cpu_offload", OOC),
+            optimizer_offload_fraction=_number(
+                ooc, "optimizer_offload_fraction", OOC, whole=False, low=0, high=1, default=1.0
+            ),
+            grad_bytes=optimizer_dtype("main_grads_dtype"),
+            optimizer_bytes=FP32 + optimizer_dtype("exp_avg_dtype") + optimizer_dtype("exp_avg_sq_dtype"),
+            recompute_granularity=otc.get("recompute_granularity"),
+            recompute_method=otc.get("recompute_method"),
+            recompute_num_layers=_number(otc, "recompute_num_layers", OTC, optional=True),
+            sequence_parallel=_flag(mg, "sequence_parallel", M, default=True),
+            uses_reference=uses_ref,
+            mtp_layers=_number(otc, "mtp_num_layers", OTC, low=0, default=0),
+            first_last=(
+                _number(otc, "num_layers_in_first_pipeline_stage", OTC, low=0, optional=True),
+                _number(otc, "num_layers_in_last_pipeline_stage", OTC, low=0, optional=True),
+            ),
+            gpu_memory_utilization=_number(
+                rollout, "gpu_memory_utilization", R, whole=False, low=0, high=1, above=True
+            ),
+            max_num_seqs=_number(rollout, "max_num_seqs", R, default=VLLM_MAX_NUM_SEQS),
+            max_num_batched_tokens=_number(rollout, "max_num_batched_tokens", R, default=VLLM_MAX_BATCHED_TOKENS),
+            # verl/third_party/vllm/__init__.py: VLLM_SLEEP_LEVEL is 1 on Ascend (weights kept in host
+            # memory), 2 on GPU with vLLM >= 0.18 (weights dropped, re-synced from the actor).
+            vllm_sleep_level=1 if cfg.trainer.get("device") == "npu" or _flag(rollout, "layered_summon", R) else 2,
+            log_prob_micro_batch=log_prob_micro,
+            log_prob_max_token_len=max(
+                (_number(node, "log_prob_max_token_len_per_gpu", w) for node, w in dynamic), default=None
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEstimate:
+    """One layout's estimate. All memory in GiB per device unless named per node."""
+
+    params_total: int
+    params_active: int
+    params_per_rank: int  # training, the fullest pipeline stage
+    params_active_per_rank: int
+    rollout_params_per_rank: int
+    device_memory_gib: float
+    train_gib: float
+    train_stage: int  # pipeline stage with the highest training estimate
+    train_breakdown: dict[str, float]
+    rollout_gib: float
+    rollout_breakdown: dict[str, float]
+    rollout_budget_gib: float  # gpu_memory_utilization * device memory
+    sequences_fit: int  # full-length sequences one vLLM engine's KV/state cache holds
+    sequences_wanted: int  # sequences one vLLM engine would run at once (its share of a step, <= max_num_seqs)
+    host_per_node_gib: float
+    host_memory_gib: float
+    host_breakdown: dict[str, float]
+    fits: bool
+
+    @property
+    def peak_gib(self) -> float:
+        return max(self.train_gib, self.rollout_gib)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Rounded to 0.01 GiB for people and JSON; the attributes keep full precision."""
+        return _rounded(asdict(self) | {"peak_gib": self.peak_gib})
+
+
+def _kv_heads_per_rank(kv_heads: int, tp: int) -> int:
+    """KV heads split while there are enough, else one replicated head per rank
+    (megatron-core `get_num_query_groups`; vLLM `get_num_kv_heads`: max(1, kv // tp))."""
+    return max(1, kv_heads // tp)
+
+
+def _stage_layers(L: int, pp: int, first_last: tuple[int | None, int | None]) -> list[tuple[int, int]]:
+    """(start, end) layer index per pipeline stage (megatron-core transformer_block.get_num_layers_to_build)."""
+    first, last = first_last
+    if pp == 1:
+        return [(0, L)]
+    counts: list[int]
+    if first is None and last is None:
+        counts = [L // pp] * pp
+        counts[-1] += L - sum(counts)  # uneven counts are refused by the layout check anyway
+    else:
+        middle_stages = pp - (first is not None) - (last is not None)
+        rest = L - (first or 0) - (last or 0)
+        per = rest // middle_stages if middle_stages else 0
+        counts = ([first] if first is not None else []) + [per] * middle_stages + ([last] if last is not None else [])
+    bounds, start = [], 0
+    for c in counts:
+        bounds.append((start, start + c))
+        start += c
+    return bounds
+
+
+def _layer_activation_bytes(tokens: float, m: ModelFacts, tp: int, sp: bool) -> float:
+    """Activations one transformer layer keeps for backward, without recompute, with flash attention.
+
+    Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
+    eq. 2 and table 2): s*b*h*(10 + 24/t) bytes per layer with TP (34/t with sequence parallel,
+    where the 10 s*b*h of layernorm inputs and dropout masks are split too); the 5*a*s/h term of
+    attention scores is absent with flash attention. Megatron-LM's theoretical_memory_usage.py
+    writes the MLP part for any FFN width: s*b*h*(18 + 4*ffn/h) with SP. For MoE the FFN width a
+    token passes through is top-k experts + the shared expert; a Gated DeltaNet layer is counted
+    like an attention layer (its q/k/v/z projections and gated norm are of the same order).
+    """
+    coefficient = 18 + 4 * m.ffn_active_width / m.hidden
+    replicated = 0 if sp else 10
+    return tokens * m.hidden * ((coefficient - replicated) / tp + replicated)
+
+
+def _activation_bytes(
+    m: ModelFacts, lo: Layout, s: Settings, layers: int, stage: int, num_micro: int, tokens: float, sp: bool
+) -> float:
+    """Activations of one pipeline stage at its peak: in-flight micro-batches under 1F1B, recompute."""
+    full = _layer_activation_bytes(tokens, m, lo.tp, sp)
+    layer_input = BF16 * tokens * m.hidden / (lo.tp if sp else 1)
+    # 1F1B: stage i holds min(pp - i, micro-batches) forward passes before its first backward.
+    in_flight = min(lo.pp - stage, num_micro)
+    if lo.vpp and lo.pp > 1 and stage == 0:
+        # Interleaved schedule: Megatron-LM theoretical_memory_usage.py, x (1 + (p-1)/(p*v)).
+        in_flight *= 1 + (lo.pp - 1) / (lo.pp * lo.vpp)
+    if s.recompute_granularity == "full":
+        n = max(1, s.recompute_num_layers or 1)
+        if s.recompute_method == "block":
+            # The first n layers of the stage keep only their input; the others keep everything.
+            kept = min(n, layers) * layer_input + max(0, layers - n) * full
+            return kept * in_flight + full
+        # uniform: each chunk of n layers keeps its input; backward recomputes one chunk at a time.
+        return math.ceil(layers / n) * layer_input * in_flight + min(n, layers) * full
+    # selective (core_attn) or none: with flash attention both keep the whole layer's activations.
+    return layers * full * in_flight
+
+
+def _train_stage_params(m: ModelFacts, lo: Layout, start: int, end: int, last: bool, mtp: int) -> tuple[int, int]:
+    """(dense, expert) parameters one training rank of this stage holds (megatron-core sharding)."""
+    attn = m.attention_prefix[end] - m.attention_prefix[start]
+    gdn = (end - start) - attn
+    layers = end - start
+    kv = _kv_heads_per_rank(m.kv_heads, lo.tp)
+    attention = m.attn_split // lo.tp + m.attn_kv_per_head * kv + m.attn_replicated
+    dense = attn * attention + gdn * (m.gdn_split // lo.tp + m.gdn_replicated)
+    dense += layers * (m.shared // lo.tp + m.router)
+    expert_layer = (m.experts // lo.ep) * (m.expert // lo.etp)
+    expert = layers * expert_layer
+    if start == 0:
+        dense += m.embedding // lo.tp
+    if last:
+        dense += (m.output or (m.embedding if lo.pp > 1 else 0)) // lo.tp + m.hidden
+        # MTP layers (a full-attention decoder layer each, plus eh_proj and norms) sit on the last stage.
+        dense += mtp * (attention + m.shared // lo.tp + m.router + m.mtp_extra)
+        expert += mtp * expert_layer
+    return dense, expert
+
+
+def _rollout_params(m: ModelFacts, lo: Layout) -> int:
+    """Parameters one vLLM rank holds: dense weights split by gen_tp (KV heads replicated beyond their
+    count), routed experts split over the rollout EP group when EP > 1, else by TP inside each expert
+    (vLLM FusedMoE); embedding and lm_head vocab-parallel."""
+    gt = lo.gen_tp
+    kv = _kv_heads_per_rank(m.kv_heads, gt)
+    attention = m.attn_split // gt + m.attn_kv_per_head * kv + m.attn_replicated
+    dense = m.attention_layers * attention + m.gdn_layers * (m.gdn_split // gt + m.gdn_replicated)
+    dense += m.num_layers * (m.shared // gt + m.router) + (m.embedding + m.output) // gt + m.hidden
+    expert_split = lo.gen_ep if lo.gen_ep > 1 else gt
+    return dense + m.num_layers * m.experts * m.expert // expert_split
+
+
+def _gib(b: float) -> float:
+    return b / GIB
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 2)
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
+
+
+def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, settings: Settings) -> MemoryEstimate:
+    """The memory estimate of one layout.
+
+    `model`: `ModelFacts` (build once with `ModelFacts.of(cfg.model)`) or the `model.*` mapping;
+    `layout`: `verl_qwen35.checks.layout.Layout` (must already pass the layout rules: DP and
+    expert-DP are integers); `settings`: `Settings.of(cfg)`, read once per config.
+    """
+    m, lo, s = ModelFacts.of(model), layout, settings
+    cap = s.device_memory_gib * GIB
+    reserved = s.reserved_gib * GIB
+    sp = s.sequence_parallel and lo.tp > 1  # verl turns SP off at TP 1
+    # Distributed optimizer (Megatron-LM theoretical_memory_usage.py, "6 + 12/DP" bytes per
+    # parameter): bf16 weights and fp32 main grads on every rank; fp32 master weights and Adam
+    # m, v sharded over the data-parallel group incl. CP for dense parameters (megatron-core
+    # distributed_data_parallel.py, with_context_parallel=True) and over expert-DP =
+    # world / (ETP*EP*PP) for routed experts.
+    dense_shard = max(1, lo.world // (lo.tp * lo.pp))
+    expert_shard = max(1, lo.world // (lo.etp * lo.ep * lo.pp))
+    dp = max(1, lo.world // (lo.tp * lo.pp * lo.cp))
+    # Tokens of one micro-batch on one rank (dynamic batch size: a token budget), split by CP.
+    tokens = float(s.max_token_len or s.micro_batch * s.sequence_length) / lo.cp
+    log_prob_tokens = float(s.log_prob_max_token_len or s.log_prob_micro_batch * s.sequence_length) / lo.cp
+    num_micro = max(1, s.mini_batch_sequences // (dp * max(1, s.micro_batch)))
+
+    frac = s.optimizer_offload_fraction if s.optimizer_cpu_offload else 0.0
+    best: tuple[float, int, dict[str, float]] | None = None
+    worst_residue = 0.0
+    host_rank_sum = 0.0
+    stages = _stage_layers(m.num_layers, lo.pp, s.first_last)
+    params_rank = active_rank = 0
+    for index, (start, end) in enumerate(stages):
+        last = index == len(stages) - 1
+        dense, expert = _train_stage_params(m, lo, start, end, last, s.mtp_layers)
+        params = dense + expert
+        weights = BF16 * params
+        grads = s.grad_bytes * params
+        optimizer = s.optimizer_bytes * (dense / dense_shard + expert / expert_shard)
+        optimizer_device = optimizer * (1 - frac)
+        activations = _activation_bytes(m, lo, s, end - start, index, num_micro, tokens, sp)
+        logits = 0.0
+        if last:
+            # Output layer logits over the TP shard of the vocabulary (+ one more set per MTP layer).
+            heads = 1 + s.mtp_layers
+            logits = heads * LOGIT_BYTES * tokens * m.vocab / lo.tp
+        ref = BF16 * params if s.uses_reference and not s.param_offload else 0.0
+        # verl's param/optimizer offload only moves them out between phases: entering the training
+        # context loads weights, gradients and the optimizer back onto the device before the first
+        # forward (verl/workers/engine/base.py BaseEngineCtx._context_switch). Only Megatron's hybrid
+        # CPU optimizer keeps its `fraction` off the device during training.
+        update = weights + grads + ref + activations + logits + optimizer_device
+        # What the actor (and ref) leave on the device while vLLM generates.
+        residue = (0 if s.param_offload else weights) + (0 if s.grad_offload else grads) + ref
+        residue += 0 if s.optimizer_offload else optimizer_device
+        # Log-prob passes (old policy, ref): forward only, in eval mode verl loads the weights alone
+        # (BaseEngineCtx: model yes, optimizer and gradients no); one layer's activations at a time and
+        # the logits of a log-prob micro-batch on the last stage.
+        log_prob = residue + (weights if s.param_offload else 0)
+        log_prob += _layer_activation_bytes(log_prob_tokens, m, lo.tp, sp)
+        log_prob += LOG_PROB_LOGIT_BYTES * log_prob_tokens * m.vocab / lo.tp if last else 0
+        peak = max(update, log_prob)
+        breakdown = {
+            "weights": _gib(weights),
+            "gradients": _gib(grads),
+            "optimizer": _gib(optimizer_device),
+            "activations": _gib(activations),
+            "logits": _gib(logits),
+            "reference": _gib(ref),
+            "reserved": _gib(reserved),
+            "log_prob_pass": _gib(log_prob),  # the forward-only pass's own peak (compared, not added)
+        }
+        if best is None or peak > best[0]:
+            best = (peak, index, breakdown)
+            params_rank = params
+            active_rank = dense + expert * m.topk // m.experts
+        worst_residue = max(worst_residue, residue)
+        # Host: verl keeps a pinned copy of offloaded weights (megatron_utils.offload_megatron_model_to_cpu;
+        # gradients are freed, not copied); the ref's weights likewise; verl's optimizer offload moves
+        # master weights and Adam states; Megatron's hybrid CPU optimizer keeps `fraction` of them plus an
+        # fp32 gradient copy on the host all the time (megatron/core/optimizer/cpu_offloading/
+        # hybrid_optimizer.py: fp32 CPU copies of the parameters, pinned CPU gradients).
+        host = (weights if s.param_offload else 0) + (BF16 * params if s.uses_reference and s.param_offload else 0)
+        host += optimizer * frac * (s.optimizer_bytes + FP32) / s.optimizer_bytes
+        host += optimizer_device if s.optimizer_offload else 0
+        host_rank_sum += host
+    assert best is not None
+    train_peak, train_stage, train_breakdown = best
+    train_total = train_peak + reserved
+
+    # Rollout (vLLM, colocated): vLLM takes gpu_memory_utilization of the device's total memory for
+    # weights, profile activations and the KV/state cache (vllm/v1/worker/gpu_worker.py
+    # determine_available_memory; startup refuses when free memory is below that budget).
+    rollout_params = _rollout_params(m, lo)
+    vllm_weights = BF16 * rollout_params
+    # Profile-run peak: fp32 logits of max_num_seqs sequences over the full vocabulary (sampling)
+    # plus ~16 hidden-sized bf16 buffers per batched token (approximation).
+    workspace = s.max_num_seqs * m.vocab * FP32 + s.max_num_batched_tokens * m.hidden * BF16 * 16
+    budget = s.gpu_memory_utilization * cap
+    cache = budget - vllm_weights - workspace
+    # Per token: K and V of the full-attention layers only, bf16, KV heads per rank as above.
+    kv_token = 2 * _kv_heads_per_rank(m.kv_heads, lo.gen_tp) * m.head_dim * BF16 * m.attention_layers
+    # Per sequence, per GDN layer (vLLM MambaStateShapeCalculator.gated_delta_net_state_shape):
+    # conv state (2*Hk*dk + Hv*dv)/TP x (kernel-1) in bf16, recurrent state Hv/TP x dv x dk in fp32
+    # (Qwen3.5 sets mamba_ssm_dtype float32).
+    conv = m.gdn_conv_dim // lo.gen_tp * (m.conv_kernel - 1) * BF16
+    recurrent = max(1, m.gdn_value_heads // lo.gen_tp) * m.gdn_value_dim * m.gdn_key_dim * FP32
+    per_sequence = s.rollout_length * kv_token + m.gdn_layers * (conv + recurrent)
+    sequences_fit = int(cache // per_sequence) if cache > 0 else 0
+    # A step's sequences spread over world / gen_tp vLLM engines (TP groups); each runs at most
+    # max_num_seqs at once. Fewer fitting than wanted only means queueing, not failure.
+    engines = max(1, lo.world // lo.gen_tp)
+    sequences_wanted = min(s.max_num_seqs, math.ceil(s.step_sequences / engines))
+    rollout_total = worst_residue + reserved + budget
+    rollout_breakdown = {
+        "vllm_budget": _gib(budget),
+        "vllm_weights": _gib(vllm_weights),
+        "vllm_workspace": _gib(workspace),
+        "kv_and_state_cache": _gib(max(0.0, cache)),
+        "kv_per_token_kib": kv_token / 1024,
+        "gdn_state_per_sequence_mib": m.gdn_layers * (conv + recurrent) / 2**20,
+        "actor_residue": _gib(worst_residue),
+        "reserved": _gib(reserved),
+    }
+    host_vllm = vllm_weights if s.vllm_sleep_level == 1 else 0
+    host_rank_mean = host_rank_sum / len(stages) + host_vllm
+    host_per_node = host_rank_mean * lo.devices_per_node
+    host_breakdown = {
+        "training_offload": _gib(host_rank_sum / len(stages) * lo.devices_per_node),
+        "vllm_sleeping_weights": _gib(host_vllm * lo.devices_per_node),
+    }
+    fits = (
+        train_total <= cap and rollout_total <= cap and sequences_fit >= 1 and host_per_node <= s.host_memory_gib * GIB
+    )
+    return MemoryEstimate(
+        params_total=m.params_total,
+        params_active=m.params_active,
+        params_per_rank=params_rank,
+        params_active_per_rank=active_rank,
+        rollout_params_per_rank=rollout_params,
+        device_memory_gib=s.device_memory_gib,
+        train_gib=_gib(train_total),
+        train_stage=train_stage,
+        train_breakdown=train_breakdown,
+        rollout_gib=_gib(rollout_total),
+        rollout_breakdown=rollout_breakdown,
+        rollout_budget_gib=_gib(budget),
+        sequences_fit=sequences_fit,
+        sequences_wanted=sequences_wanted,
+        host_per_node_gib=_gib(host_per_node),
+        host_memory_gib=s.host_memory_gib,
+        host_breakdown=host_breakdown,
+        fits=fits,
+    )
+
+
+def read_inputs(cfg: DictConfig) -> tuple[ModelFacts, Settings]:
+    """The model facts and settings of a resolved config; `InputError` names the first unusable key."""
+    return ModelFacts.of(cfg.get("model") or {}), Settings.of(cfg)
+
+
+def estimate(cfg: DictConfig) -> MemoryEstimate:
+    """The estimate of one resolved config: its model facts, its layout, its verl keys."""
+    return estimate_layout(ModelFacts.of(cfg.model), Layout.of(cfg), Settings.of(cfg))

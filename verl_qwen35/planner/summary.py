@@ -1,0 +1,33 @@
+"""The plan a dry run prints: what would launch, on how many devices, split how."""
+
+from omegaconf import DictConfig
+
+from verl_qwen35.checks.layout import layers_per_stage
+from verl_qwen35.checks.memory import memory_lines
+from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.pipeline import Split
+
+
+def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> list[str]:
+    lo, m = Layout.of(cfg), cfg.model
+    split = Split.of(cfg.megatron.override_transformer_config)
+    prompts, mini = cfg.data.train_batch_size, cfg.actor_rollout_ref.actor.ppo_mini_batch_size
+    unset = cfg.env.unset
+    rollout = cfg.actor_rollout_ref.rollout
+    replica = lo.gen_tp * lo.gen_dp * lo.gen_pp
+    layout = f"tp={lo.tp} pp={lo.pp} cp={lo.cp} ep={lo.ep} etp={lo.etp} vpp={lo.vpp}"
+    return [
+        f"model      {m.name} ({choices.get('model', '?')}), weights {cfg.actor_rollout_ref.model.path}",
+        f"device     {cfg.trainer.device} ({choices.get('device', '?')}), preset {choices.get('parallel', '?')}",
+        f"world      {lo.nnodes} node(s) x {lo.devices_per_node} = {lo.world} devices",
+        f"training   {layout}",
+        f"           DP {lo.dp}, expert-DP {lo.expert_dp}, layers per pipeline stage {layers_per_stage(lo, m, split)}",
+        f"rollout    {rollout.name} tp={lo.gen_tp}: {lo.world // replica if replica else '?'} replica(s)",
+        f"step       {prompts} prompts x n={rollout.n} = {prompts * rollout.n} sequences, mini-batch {mini}",
+        *memory_lines(cfg),
+        f"data       {cfg.data.train_files} | {cfg.data.val_files}",
+        f"env        {len(cfg.env.set)} variables to the driver and every Ray worker; cleared: {', '.join(unset)}",
+        f"checkpoint {cfg.trainer.default_local_dir}",
+        f"outputs    {output_dir or '(not a Hydra run)'}",
+        f"verl       schema {choices.get('verl_schema', '?')}",
+    ]

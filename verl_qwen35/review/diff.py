@@ -1,0 +1,146 @@
+"""What a config change really changes, key by key, for review (`verl-qwen35 diff A B`).
+
+A and B are each an override set ("device=gpu model=122b") or a YAML file (a run's
+.hydra/config.yaml, a golden file). Exit 0 when equal, 1 when different, 2 on error.
+"""
+
+import fnmatch
+import json
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from verl_qwen35.checks.parity import parity_errors
+from verl_qwen35.config import compose
+from verl_qwen35.config.schema import ACTOR, REF
+from verl_qwen35.config.yaml_files import load_mapping
+from verl_qwen35.review.flat import flatten
+
+_ENV_READ = re.compile(r"\$\{(\s*(?:oc\.env|env)\s*:)")
+
+
+@dataclass
+class Diff:
+    changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    added: dict[str, Any] = field(default_factory=dict)
+    removed: dict[str, Any] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.added or self.removed)
+
+    def sections(self) -> list[str]:
+        keys = [*self.changed, *self.added, *self.removed]
+        return sorted({k.split(".", 1)[0] for k in keys})
+
+
+def load(spec: str) -> DictConfig:
+    """An existing .yaml path is loaded (with limits, without any `hydra` node); anything else is an override set."""
+    if spec.endswith((".yaml", ".yml")) or Path(spec).is_file():
+        data = load_mapping(Path(spec))
+        data.pop("hydra", None)
+        cfg = OmegaConf.create(data)
+    else:
+        cfg = compose(shlex.split(spec))
+    return shown_unresolved_env(cfg)
+
+
+def shown_unresolved_env(cfg: DictConfig) -> DictConfig:
+    """The config with every `${oc.env:...}` kept as text: a diff shows where a value comes from and
+    never prints what a variable (a token, a home directory) holds on the reviewer's machine."""
+
+    def escape(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: escape(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [escape(v) for v in value]
+        return _ENV_READ.sub(r"\\${\1", value) if isinstance(value, str) else value
+
+    return OmegaConf.create(escape(OmegaConf.to_container(cfg, resolve=False)))
+
+
+def compare(a: DictConfig, b: DictConfig, ignore: Sequence[str] = ()) -> Diff:
+    flat_a, flat_b = flatten(a), flatten(b)
+
+    def kept(key: str) -> bool:
+        return not any(fnmatch.fnmatchcase(key, pattern) for pattern in ignore)
+
+    diff = Diff()
+    for key in sorted(flat_a.keys() | flat_b.keys()):
+        if not kept(key):
+            continue
+        if key not in flat_b:
+            diff.removed[key] = flat_a[key]
+        elif key not in flat_a:
+            diff.added[key] = flat_b[key]
+        elif flat_a[key] != flat_b[key]:
+            diff.changed[key] = (flat_a[key], flat_b[key])
+    return diff
+
+
+def mismatches(cfg: DictConfig) -> list[str]:
+    """Actor/ref Megatron patch disagreements (on a plain verl config too, when it has both sides)."""
+    if OmegaConf.select(cfg, ACTOR) is None or OmegaConf.select(cfg, REF) is None:
+        return []
+    return [p.message for p in parity_errors(cfg)]
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value, default=str)
+
+
+def as_text(diff: Diff, names: tuple[str, str], notes: dict[str, list[str]]) -> str:
+    lines = [f"A: {names[0]}", f"B: {names[1]}"]
+    for side, found in notes.items():
+        lines += [f"!! actor/ref Megatron mismatch in {side}: {m}" for m in found]
+    for section in diff.sections():
+        lines.append(f"[{section}]")
+        lines += [
+            f"  ~ {k}: {_show(a)} -> {_show(b)}" for k, (a, b) in diff.changed.items() if k.split(".")[0] == section
+        ]
+        lines += [f"  + {k}: {_show(v)}" for k, v in diff.added.items() if k.split(".")[0] == section]
+        lines += [f"  - {k}: {_show(v)}" for k, v in diff.removed.items() if k.split(".")[0] == section]
+    lines.append(f"{len(diff.changed)} changed, {len(diff.added)} added, {len(diff.removed)} removed")
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    return f"`{_show(value)}`".replace("|", "\\|")
+
+
+def as_markdown(diff: Diff, names: tuple[str, str], notes: dict[str, list[str]]) -> str:
+    lines = [
+        f"**A** `{names[0]}` vs **B** `{names[1]}`: {len(diff.changed)} changed, "
+        f"{len(diff.added)} added, {len(diff.removed)} removed",
+        "",
+    ]
+    lines += [f"> :warning: actor/ref Megatron mismatch in {side}: {m}" for side, found in notes.items() for m in found]
+    lines += ["| section | key | A | B |", "|---|---|---|---|"]
+    rows = [(k, _cell(a), _cell(b)) for k, (a, b) in diff.changed.items()]
+    rows += [(k, "*(absent)*", _cell(v)) for k, v in diff.added.items()]
+    rows += [(k, _cell(v), "*(absent)*") for k, v in diff.removed.items()]
+    for key, a, b in sorted(rows):
+        lines.append(f"| {key.split('.', 1)[0]} | `{key}` | {a} | {b} |")
+    return "\n".join(lines)
+
+
+def as_json(diff: Diff, names: tuple[str, str], notes: dict[str, list[str]]) -> str:
+    return json.dumps(
+        {
+            "a": names[0],
+            "b": names[1],
+            "changed": {k: {"a": a, "b": b} for k, (a, b) in diff.changed.items()},
+            "added": diff.added,
+            "removed": diff.removed,
+            "actor_ref_mismatch": notes,
+        },
+        indent=2,
+        default=str,
+    )
+
+
+FORMATS = {"text": as_text, "markdown": as_markdown, "json": as_json}

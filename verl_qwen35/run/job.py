@@ -1,0 +1,171 @@
+"""The job: preflight the composed config, then print the plan (dry run) or launch verl."""
+
+import sys
+from pathlib import Path
+
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from verl_qwen35.checks import device_of, preflight
+from verl_qwen35.checks.memory import memory_column
+from verl_qwen35.checks.problem import Problem
+from verl_qwen35.checks.sections import structure_problems
+from verl_qwen35.config.errors import resolve_naming_key
+from verl_qwen35.config.patch import link_patch
+from verl_qwen35.config.secrets import redact
+from verl_qwen35.errors import UserError
+from verl_qwen35.installed import installed_verl_schema
+from verl_qwen35.planner.summary import plan_lines
+from verl_qwen35.run.environment import from_shell, job_environment
+from verl_qwen35.run.launch_record import absolute_checkpoint_dir, write_launch_file
+from verl_qwen35.run.machine import runtime_problems
+from verl_qwen35.run.submit import SubmitError, submit, submitting
+from verl_qwen35.run.sweep import in_multirun, job_tag, note_job_id, write_verdict
+
+MODES = {False: "launch", True: "dry", "full": "full"}
+
+
+class LaunchRefused(SystemExit):
+    """Exit code 2: the reasons are already printed."""
+
+
+def job_context() -> tuple[dict[str, str], str | None]:
+    """The group choices and the output directory of the Hydra job being run (none outside Hydra)."""
+    if not HydraConfig.initialized():
+        return {}, None
+    hydra_cfg = HydraConfig.get()
+    return dict(hydra_cfg.runtime.choices), hydra_cfg.runtime.output_dir
+
+
+def mode_of(cfg: DictConfig) -> str:
+    value = cfg.get("dry_run")
+    if isinstance(value, bool | str) and value in MODES:
+        return MODES[value]
+    raise UserError(f"dry_run={value!r}: use dry_run=false (launch), true or full")
+
+
+def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Problem]:
+    found = preflight(cfg, machine_missing="warning" if mode == "dry" else "error")
+    schema = choices.get("verl_schema")
+    if mode != "dry" and schema and schema != installed_verl_schema():
+        found.append(
+            Problem(
+                "error",
+                ("verl_schema",),
+                (
+                    f"verl_schema={schema} but the installed verl needs {installed_verl_schema()}: drop the "
+                    "override to launch (it is for composing another verl's config)"
+                ),
+            )
+        )
+    # A submitted run gets the real validators and the machine checks on the cluster, in its relaunch.
+    here = mode == "full" or (mode == "launch" and not submitting(cfg))
+    if here:  # a config-only install stops here, naming the install that runs verl
+        found += runtime_problems(mode)
+    if here and not [p for p in found if p.level == "error"]:
+        from verl_qwen35.validators.real import real_problems  # imports torch, megatron-core and verl
+
+        found += real_problems(cfg, device_of(cfg))
+    if mode == "launch" and not submitting(cfg) and not [p for p in found if p.level == "error"]:
+        from verl_qwen35.run.machine import launch_problems  # launch path only: keeps dry runs lean
+
+        found += launch_problems(cfg)  # the stack and the cluster's devices, before verl starts Ray
+    return found
+
+
+def separate_sweep_job(cfg: DictConfig, output_dir: str) -> None:
+    """In a sweep, each job checkpoints into its own output directory under its own run name."""
+    cfg.trainer.experiment_name = f"{cfg.trainer.experiment_name}_{job_tag()}"
+    cfg.trainer.default_local_dir = str(Path(output_dir) / "checkpoints")
+
+
+# What a derived value (the plan, the memory cell) raises when a value it reads has the wrong type;
+# the preflight has already reported that value as an error.
+UNDEFINED_AFTER_ERRORS = (TypeError, ValueError, ZeroDivisionError, AttributeError, KeyError)
+
+
+def plan_or_why_not(cfg: DictConfig, choices: dict[str, str], output_dir: str | None, refused: bool) -> list[str]:
+    """The plan; after errors, values it would compute with may be of the wrong type, so it may not exist."""
+    if not refused:
+        return plan_lines(cfg, choices, output_dir)
+    try:
+        return plan_lines(cfg, choices, output_dir)
+    except UNDEFINED_AFTER_ERRORS as err:
+        return [f"plan       not computed: the errors above leave it undefined ({type(err).__name__})"]
+
+
+def memory_or_blank(cfg: DictConfig, refused: bool) -> str:
+    if not refused:
+        return memory_column(cfg)
+    try:
+        return memory_column(cfg)
+    except UNDEFINED_AFTER_ERRORS:
+        return ""
+
+
+def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> None:
+    mode = mode_of(cfg)
+    link_patch(cfg)  # before resolution: `megatron.<any key>` reaches actor and ref
+    resolve_naming_key(cfg)
+    if broken := structure_problems(cfg):  # nothing below can read inside a section that is not there
+        report(broken, output_dir, mode)
+        return refused(len(broken))
+    if in_multirun() and output_dir:
+        separate_sweep_job(cfg, output_dir)
+    absolute_checkpoint_dir(cfg)
+    found = problems(cfg, choices, mode)
+    errors = [p for p in found if p.level == "error"]
+    report(found, output_dir, mode, memory_or_blank(cfg, bool(errors)))
+    if mode != "launch":
+        print(redact("\n".join(plan_or_why_not(cfg, choices, output_dir, bool(errors)))))
+        if not errors:
+            for name, value in from_shell(cfg).items():
+                print(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
+    if errors:
+        return refused(len(errors))
+    if mode != "launch":
+        print(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
+    if submitting(cfg):  # Hydra always gives a run its output dir; the cwd only outside Hydra
+        submit_run(cfg, str(Path(output_dir or ".").resolve()), choices.get("verl_schema"), dry=mode != "launch")
+        return
+    if mode != "launch":
+        return
+    if output_dir:
+        write_launch_file(cfg, output_dir, choices.get("verl_schema"))
+        print(f"relaunch   verl-qwen35 relaunch {output_dir}", file=sys.stderr)
+    launch_now(cfg)
+
+
+def submit_run(cfg: DictConfig, output_dir: str, schema: str | None, dry: bool) -> None:
+    """Submit the run directory with its launch.yaml (submit=slurm|ray_job); the job id goes to verdict.json."""
+    try:
+        job_id = submit(cfg, Path(output_dir), dry, lambda: write_launch_file(cfg, output_dir, schema))
+    except SubmitError as err:
+        if in_multirun():  # the sweep records the reason as this job's verdict and goes on
+            raise UserError(f"[submit] {err}") from None
+        print(f"ERROR   [submit] {err}", file=sys.stderr)
+        raise LaunchRefused(2) from None
+    if job_id:
+        note_job_id(output_dir, job_id)
+
+
+def report(found: list[Problem], output_dir: str | None, mode: str, memory: str = "") -> None:
+    """The verdict file (for sweeps and people) and every problem on stderr."""
+    if output_dir:
+        write_verdict(output_dir, mode, found, memory=memory)
+    for problem in found:
+        print(redact(str(problem)), file=sys.stderr)
+
+
+def refused(errors: int) -> None:
+    print(f"verdict    REFUSED: {errors} error(s), nothing launched", file=sys.stderr)
+    if not in_multirun():
+        raise LaunchRefused(2)
+    # in a sweep the next job runs; SweepSummary reports and sets the exit code
+
+
+def launch_now(cfg: DictConfig, use_shell_env: bool = True) -> None:
+    from verl_qwen35.run.launch import launch  # imports verl, torch and Ray
+
+    with job_environment(cfg, use_shell_env):
+        launch(cfg)

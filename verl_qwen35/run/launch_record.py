@@ -1,0 +1,103 @@
+"""launch.yaml: the one record of a launch that `verl_qwen35.relaunch` (and a cluster job) launches again.
+
+It holds the resolved config with the environment that was really used (the shell's values
+that won), an absolute checkpoint directory, and the verl schema it was composed for. Secret
+values never enter it: secret-looking variables of the shell are named in a note, not recorded.
+"""
+
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from verl_qwen35 import __version__
+from verl_qwen35.config.secrets import redact, shell_secrets
+from verl_qwen35.config.yaml_files import load_mapping
+from verl_qwen35.errors import UserError
+from verl_qwen35.installed import installed_verl_schema, installed_verl_version
+from verl_qwen35.run.environment import effective_env
+
+LAUNCH_FILE = "launch.yaml"
+HEADER = "verl_qwen35"  # the metadata node; the config itself is under `config`
+SHARED_STORAGE_WARNING = (
+    "WARNING [trainer.default_local_dir] {path}: with {nnodes} nodes, checkpoints must be on storage every "
+    "node sees (NFS, Lustre, a bucket mount); a node-local directory loses the other nodes' shards"
+)
+
+
+def absolute_checkpoint_dir(cfg: DictConfig) -> str:
+    """verl's default `checkpoints/<project>/<experiment>` is relative to where it was started; fix it now."""
+    path = str(Path(cfg.trainer.default_local_dir).expanduser().absolute())
+    cfg.trainer.default_local_dir = path
+    return path
+
+
+def shared_storage_warning(cfg: DictConfig) -> str | None:
+    nnodes = cfg.trainer.nnodes
+    if isinstance(nnodes, int) and nnodes > 1:
+        return SHARED_STORAGE_WARNING.format(path=cfg.trainer.default_local_dir, nnodes=nnodes)
+    return None
+
+
+def record(cfg: DictConfig, schema: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """The launch record as plain data: metadata, then the resolved config with the env really used."""
+    environ = dict(os.environ) if environ is None else environ
+    used = effective_env(cfg, environ)
+    config = OmegaConf.to_container(cfg, resolve=True)
+    config["env"]["set"] = {name: used[name] for name in config["env"]["set"]}
+    not_recorded = sorted(shell_secrets(environ))
+    meta: dict[str, Any] = {
+        "written_by": f"verl_qwen35 {__version__}",
+        "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "verl_schema": schema,
+        "verl_version": installed_verl_version(),
+        "launched_from": os.getcwd(),
+        "checkpoint_dir": cfg.trainer.default_local_dir,
+        "nnodes": cfg.trainer.nnodes,
+        "env_used": used,
+        "secrets_not_recorded": not_recorded,
+    }
+    if not_recorded:
+        meta["note"] = (
+            "The launching shell's secret-looking variables listed in secrets_not_recorded reached the run "
+            "but their values are not recorded here: export them again (on every node) before relaunching."
+        )
+    return {HEADER: meta, "config": config}
+
+
+def write_launch_file(cfg: DictConfig, run_dir: str | Path, schema: str | None = None) -> Path:
+    """Write `<run_dir>/launch.yaml` for this resolved config; warn when checkpoints must be shared."""
+    absolute_checkpoint_dir(cfg)
+    path = Path(run_dir) / LAUNCH_FILE
+    data = record(cfg, schema or installed_verl_schema())
+    header = f"# Relaunch exactly this run: python -m verl_qwen35 relaunch {Path(run_dir).absolute()}\n"
+    path.write_text(redact(header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)))
+    if warning := shared_storage_warning(cfg):
+        print(warning, file=sys.stderr)
+    return path
+
+
+def read_launch_file(path: Path) -> tuple[DictConfig, dict[str, Any]]:
+    """The config and metadata of a launch.yaml, or one UserError saying what is wrong with the file."""
+    data = load_mapping(path)
+    missing = [key for key in (HEADER, "config") if key not in data]
+    if missing:
+        raise UserError(
+            f"{path}: partial launch record, it lacks {' and '.join(missing)} (a launch writes both); "
+            "launch again with python -m verl_qwen35 ... to write a new one"
+        )
+    meta, config = data[HEADER], data["config"]
+    if not isinstance(meta, dict) or not isinstance(config, dict) or not config:
+        raise UserError(f"{path}: `{HEADER}` and `config` must both be mappings; the file is damaged")
+    schema = meta.get("verl_schema")
+    if schema != installed_verl_schema():
+        raise UserError(
+            f"{path}: recorded for verl_schema={schema} (verl {meta.get('verl_version', '?')}) but the installed verl "
+            f"{installed_verl_version()} needs {installed_verl_schema()}: relaunch it where verl "
+            f"{meta.get('verl_version', '?')} is installed, or launch again with this verl"
+        )
+    return OmegaConf.create(config), meta

@@ -1,0 +1,57 @@
+"""Launch a run's exact resolved config again.
+
+The run directory's launch.yaml is the resolved config that was launched, with the
+environment it really used, so later edits to conf/ or another shell do not change it;
+its checkpoint directory is absolute, so verl resumes from it from any working directory.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError
+
+from verl_qwen35.checks import preflight
+from verl_qwen35.checks.sections import structure_problems
+from verl_qwen35.errors import UserError
+from verl_qwen35.run.environment import effective_env
+from verl_qwen35.run.job import launch_now
+from verl_qwen35.run.launch_record import LAUNCH_FILE, read_launch_file, shared_storage_warning
+from verl_qwen35.run.machine import launch_problems, runtime_problems
+
+
+def _launch_file(target: Path) -> Path:
+    path = target / LAUNCH_FILE if target.is_dir() else target
+    if not path.is_file():
+        raise UserError(f"{path} does not exist (a launched run's output directory holds {LAUNCH_FILE})")
+    return path
+
+
+def relaunch(target: Path) -> int:
+    path = _launch_file(target)
+    cfg, meta = read_launch_file(path)
+    if broken := structure_problems(cfg):  # a hand-edited or cut-off record
+        lacking = ", ".join(p.keys[0] for p in broken)
+        raise UserError(f"{path}: the recorded config lacks {lacking}; launch again to write a whole one")
+    try:
+        errors = [p for p in preflight(cfg) + runtime_problems("launch") if p.level == "error"]
+    except (ConfigAttributeError, ConfigKeyError) as err:
+        raise UserError(
+            f"{path}: the recorded config lacks {err.full_key}; launch again to write a whole one"
+        ) from None
+    errors = errors or [p for p in launch_problems(cfg) if p.level == "error"]
+    for problem in errors:
+        print(problem, file=sys.stderr)
+    if errors:
+        return 2
+    for name, value in effective_env(cfg, {}).items():
+        if name in os.environ and os.environ[name] != value and value:
+            print(f"relaunch: {name}: the recorded value is used, not this shell's", file=sys.stderr)
+    missing = [name for name in meta.get("secrets_not_recorded") or [] if name not in os.environ]
+    if missing:
+        print(f"relaunch: not exported here (they were at launch): {', '.join(missing)}", file=sys.stderr)
+    if warning := shared_storage_warning(cfg):
+        print(warning, file=sys.stderr)
+    print(f"relaunch: resuming from {cfg.trainer.default_local_dir}", file=sys.stderr)
+    launch_now(cfg, use_shell_env=False)
+    return 0

@@ -1,0 +1,181 @@
+"""The software stack on this host against the version matrix (`verl_qwen35/matrix/<device>.yaml`).
+
+Nothing is imported to find a version: `importlib.metadata` gives it, `importlib.util.find_spec`
+says whether the module is importable (only the top-level package of a dotted name is imported,
+and `megatron` is a namespace package), and files are read as text (torch's `version.py` for its
+CUDA build, transformers' model directory, CANN's install info). Used by `python -m
+verl_qwen35.doctor` and, as launch-time errors, by `checks.machine`.
+"""
+
+import importlib.util
+import os
+import platform
+import re
+import shutil
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from verl_qwen35.data import MATRIX_DIR
+
+CANN_HOMES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
+CANN_DEFAULT = Path("/usr/local/Ascend/ascend-toolkit/latest")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One component: what is installed, what is required, and whether that is fine."""
+
+    name: str
+    installed: str  # a version, a path, or "missing"
+    required: str
+    ok: bool
+    note: str = ""
+    source: str = ""
+
+
+class MatrixError(ValueError):
+    """A version matrix file that cannot be read or lacks what a component needs; names the file."""
+
+
+def load_matrix(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = OmegaConf.to_container(OmegaConf.load(path))
+    except Exception as err:  # OSError, UnicodeDecodeError, yaml's ScannerError/ParserError, ...
+        detail = str(err).replace("\n", " ")
+        raise MatrixError(f"{path}: not a readable YAML version matrix ({type(err).__name__}: {detail})") from None
+    components = data.get("components") if isinstance(data, dict) else None
+    if not isinstance(components, list) or not all(isinstance(c, dict) for c in components):
+        raise MatrixError(
+            f"{path}: a version matrix is a mapping with `components:`, a list of mappings "
+            f"(see {MATRIX_DIR / 'gpu.yaml'})"
+        )
+    return components
+
+
+def dist_version(dist: str) -> str | None:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
+def importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing or broken
+        return False
+
+
+def satisfies(found: str, spec: str) -> bool:
+    """PEP 440 check; pre-releases and local builds (2.13.0+cpu, 9.0.RC1) count as their release."""
+    if not spec:
+        return True
+    try:
+        release = ".".join(map(str, Version(found).release))
+        return SpecifierSet(spec).contains(release, prereleases=True)
+    except (InvalidVersion, InvalidSpecifier):
+        return False
+
+
+def _module_dir(module: str) -> Path | None:
+    spec = importlib.util.find_spec(module) if importable(module) else None
+    return Path(spec.origin).parent if spec and spec.origin else None
+
+
+def torch_cuda(module: str = "torch") -> str | None:
+    """The CUDA version torch was built for, read from torch/version.py (None: a CPU or other build)."""
+    where = _module_dir(module)
+    text = (where / "version.py").read_text() if where and (where / "version.py").is_file() else ""
+    found = re.search(r"^cuda\b[^=\n]*=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
+    return found.group(1) if found else None
+
+
+def knows_model(module: str, model_type: str) -> bool:
+    where = _module_dir(module)
+    return bool(where and (where / "models" / model_type).is_dir())
+
+
+def cann_version() -> tuple[str | None, str]:
+    """(version, where) from CANN's ascend_toolkit_install.info (`version=9.0.0`)."""
+    homes = [Path(os.environ[k]) for k in CANN_HOMES if os.environ.get(k)] + [CANN_DEFAULT]
+    for home in homes:
+        # <home>/ascend_toolkit_install.info or <home>/<arch>-linux/ascend_toolkit_install.info
+        for info in [*home.glob("ascend_toolkit_install.info"), *sorted(home.glob("*/ascend_toolkit_install.info"))]:
+            found = re.search(r"^version=(\S+)", info.read_text(errors="replace"), re.MULTILINE)
+            if found:
+                return found.group(1), str(info)
+    return None, " or ".join(f"${k}" for k in CANN_HOMES) + f" or {CANN_DEFAULT}"
+
+
+def _package(c: dict[str, Any]) -> Verdict:
+    found = dist_version(c["dist"])
+    required = c.get("require") or "any"
+    if found is None or not importable(c["module"]):
+        why = f"pip distribution {c['dist']} not installed" if found is None else f"{c['module']} not importable"
+        return Verdict(c["name"], "missing", required, False, why, c["source"])
+    ok = satisfies(found, c.get("require", ""))
+    note = "" if ok else f"needs {c['dist']}{c['require']}"
+    if ok and c.get("recommend") and not satisfies(found, c["recommend"]):
+        note = f"recommended: {c['dist']}{c['recommend']}"
+    return Verdict(c["name"], found, required, ok, note, c["source"])
+
+
+def check(c: dict[str, Any]) -> Verdict:
+    kind = c["kind"]
+    if kind == "python":
+        found = platform.python_version()
+        ok = satisfies(found, c["require"])
+        return Verdict(c["name"], found, c["require"], ok, "" if ok else f"needs Python{c['require']}", c["source"])
+    if kind == "tool":
+        path = shutil.which(c["command"])
+        return Verdict(c["name"], path or "missing", "on PATH", bool(path), "" if path else "not on PATH", c["source"])
+    if kind == "cann":
+        found, where = cann_version()
+        if found is None:
+            return Verdict(c["name"], "missing", c["require"], False, f"no ascend_toolkit_install.info in {where}")
+        ok = satisfies(found, c["require"])
+        return Verdict(c["name"], found, c["require"], ok, where, c["source"])
+    verdict = _package(c)
+    if not verdict.ok:
+        return verdict
+    if kind == "torch":
+        cuda = torch_cuda(c["module"])
+        if cuda is None:
+            return Verdict(c["name"], verdict.installed, f"{verdict.required}, CUDA", False, "a build without CUDA")
+        return Verdict(c["name"], f"{verdict.installed} (CUDA {cuda})", verdict.required, True, verdict.note)
+    if kind == "torch_npu":
+        torch = dist_version("torch") or "missing"
+        same = torch != "missing" and Version(torch).release[:2] == Version(verdict.installed).release[:2]
+        note = "" if same else f"torch is {torch}; torch_npu must match its major.minor"
+        return Verdict(c["name"], verdict.installed, verdict.required, same, note, c["source"])
+    if kind == "transformers" and not knows_model(c["module"], c["model_type"]):
+        return Verdict(c["name"], verdict.installed, verdict.required, False, f"has no {c['model_type']} model")
+    return verdict
+
+
+def applies(c: dict[str, Any], verl: str | None) -> bool:
+    return not c.get("when_verl") or (verl is not None and satisfies(verl, c["when_verl"]))
+
+
+def stack_verdicts(device_or_matrix: str | Path) -> list[Verdict]:
+    """Every component of a matrix (a device's shipped one, or a file) that applies to the installed verl."""
+    path = device_or_matrix if isinstance(device_or_matrix, Path) else MATRIX_DIR / f"{device_or_matrix}.yaml"
+    verl = dist_version("verl")
+    verdicts = []
+    for i, c in enumerate(load_matrix(path)):
+        try:
+            if applies(c, verl):
+                verdicts.append(check(c))
+        except (KeyError, TypeError, ValueError, AttributeError) as err:  # a key missing, a bad specifier
+            what = f"missing key {err}" if isinstance(err, KeyError) else f"{type(err).__name__}: {err}"
+            raise MatrixError(
+                f"{path}: component {i} ({c.get('name', 'no name')}): {what}; each needs name, kind, source "
+                f"and the keys of its kind (see {MATRIX_DIR / 'gpu.yaml'})"
+            ) from None
+    return verdicts

@@ -1,0 +1,31 @@
+"""Submission to a cluster (`submit=slurm|ray_job`), after the preflight.
+
+What runs on the cluster is `python -m verl_qwen35 relaunch <run dir>`, reading the run
+directory's launch.yaml: a submitted run and a relaunch are the same thing. Ray and the
+Slurm commands are used only here, on the submission path.
+"""
+
+from collections.abc import Callable
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from verl_qwen35.run.submit.base import BACKENDS, SubmitError, ray_device, relaunch_argv, submitting
+from verl_qwen35.run.submit.ray_job import submit_ray_job
+from verl_qwen35.run.submit.slurm import submit_slurm
+
+__all__ = ["BACKENDS", "SubmitError", "ray_device", "relaunch_argv", "submit", "submitting"]
+
+
+def submit(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
+    """Submit the run directory; the job id, or None in a dry run.
+
+    `write_launch_file` writes the run's launch.yaml (app.write_launch_file); a backend calls it
+    once it knows the submission can go ahead (sbatch found, the Ray cluster answered).
+    """
+    backend = cfg.submit.backend
+    if backend == "slurm":
+        return submit_slurm(cfg, run_dir, dry, write_launch_file)
+    if backend == "ray_job":
+        return submit_ray_job(cfg, run_dir, dry, write_launch_file)
+    raise SubmitError(f"submit.backend={backend!r}: use submit=slurm or submit=ray_job (or submit=none to launch here)")

@@ -1,0 +1,68 @@
+"""submit=ray_job: submit the run to a running Ray cluster through Ray's Job Submission API.
+
+The entrypoint is `python -m verl_qwen35 relaunch .` in the run directory, uploaded as the
+job's working_dir; the device environment rides in the job's runtime_env, as `ray job
+submit --runtime-env-json` would send it.
+"""
+
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from verl_qwen35.run.environment import effective_env
+from verl_qwen35.run.submit.base import SubmitError, relaunch_argv
+
+
+def runtime_env(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+    """working_dir and env_vars of the job.
+
+    verl's own `ray.init(runtime_env=...)` in the job's driver sends the same variables again;
+    Ray refuses a driver runtime_env that repeats a job's env var unless
+    RAY_OVERRIDE_JOB_RUNTIME_ENV=1 (ray/_private/worker.py, `_merge_runtime_env` in
+    ray/runtime_env/runtime_env.py), and the values are the same, so that is set too.
+    """
+    env_vars = {**effective_env(cfg), "RAY_OVERRIDE_JOB_RUNTIME_ENV": "1"}
+    env: dict[str, Any] = {"working_dir": str(run_dir), "env_vars": env_vars}
+    checkpoints = Path(str(cfg.trainer.default_local_dir))
+    if checkpoints.is_absolute() and checkpoints.is_relative_to(run_dir):
+        env["excludes"] = [f"/{checkpoints.relative_to(run_dir)}/"]  # a resubmission uploads no checkpoints
+    return env
+
+
+def entrypoint(cfg: DictConfig) -> str:
+    return shlex.join(relaunch_argv(cfg, "."))
+
+
+def submit_ray_job(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
+    """Write launch.yaml and submit the job (unless dry); its submission id."""
+    address, command, env = cfg.submit.address, entrypoint(cfg), runtime_env(cfg, run_dir)
+    print(f"ray_job    {address}: {command} (working_dir {run_dir}, {len(env['env_vars'])} env vars)")
+    if not Path(str(cfg.trainer.default_local_dir)).is_absolute():
+        print(
+            f"WARNING [trainer.default_local_dir] {cfg.trainer.default_local_dir} is relative: on the cluster it is "
+            "inside the job's temporary copy of the run directory and is lost with it; set an absolute path on "
+            "storage the cluster keeps",
+            file=sys.stderr,
+        )
+    if dry:
+        write_launch_file()
+        print("ray_job    dry run, not submitted")
+        return None
+    from ray.job_submission import JobSubmissionClient
+
+    try:
+        client = JobSubmissionClient(address)  # checks that the cluster answers
+        write_launch_file()
+        job_id = client.submit_job(entrypoint=command, runtime_env=env)
+    except Exception as err:  # ConnectionError, ValueError, RuntimeError, and Ray's own RPC errors
+        raise SubmitError(
+            f"submit.address={address}: cannot submit to a Ray cluster there ({err}); give the head's "
+            "dashboard address, e.g. submit.address=http://head:8265 (check `ray status` on the head)"
+        ) from None
+    print(f"ray_job    submitted job {job_id}")
+    print(f"log        ray job logs --address {address} --follow {job_id}")
+    return job_id

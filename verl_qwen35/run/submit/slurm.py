@@ -1,0 +1,132 @@
+"""submit=slurm: write `<run dir>/job.sbatch` from the config and hand it to `sbatch`.
+
+The script's body is the static bash file job.sbatch beside this module; only its
+`#SBATCH` lines and a block of settings are generated, each value shell-quoted.
+"""
+
+import re
+import shlex
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from verl_qwen35.run.environment import effective_env
+from verl_qwen35.run.submit.base import SubmitError, ray_device
+
+TEMPLATE = Path(__file__).with_name("job.sbatch")
+_SBATCH_WORD = re.compile(r"^[^\s'\"\\#]+$")
+SCRIPT = "job.sbatch"
+
+
+def _quoted(values: list[str]) -> str:
+    """A bash array of `values`, each single-quoted (a comma inside one is not a separator)."""
+    return "(" + " ".join("'" + str(v).replace("'", "'\"'\"'") + "'" for v in values) + ")"
+
+
+def sbatch_options(cfg: DictConfig, run_dir: Path) -> list[str]:
+    """The job's `#SBATCH` options: one task per node, the device count of each node on GPU."""
+    s = cfg.submit
+    resource, per_node = ray_device(cfg)
+    options = [
+        f"--job-name={s.job_name or cfg.trainer.experiment_name}",
+        f"--nodes={cfg.trainer.nnodes}",
+        "--ntasks-per-node=1",
+        f"--output={run_dir}/slurm-%j.out",
+    ]
+    if resource == "GPU":
+        options.append(f"--gpus-per-node={per_node}")
+    if s.cpus_per_node is not None:
+        options.append(f"--cpus-per-task={s.cpus_per_node}")
+    if s.exclusive:
+        options.append("--exclusive")
+    options += [f"--{key}={s[key]}" for key in ("partition", "account", "time") if s[key] is not None]
+    return options + [str(option) for option in s.sbatch]
+
+
+def container_args(cfg: DictConfig, run_dir: Path) -> list[str]:
+    """pyxis/enroot options for every step (as NeMo-RL's ray.sub); the run dir is always mounted."""
+    s = cfg.submit
+    if not s.container:
+        return []
+    mounts = [*map(str, s.mounts), f"{run_dir}:{run_dir}"]
+    return [
+        f"--container-image={s.container}",
+        f"--container-mounts={','.join(mounts)}",
+        "--container-name=verl_qwen35",
+    ]
+
+
+def settings(cfg: DictConfig, run_dir: Path) -> list[str]:
+    """Shell assignments the script's body reads, then the device environment and submit.setup."""
+    s, ray = cfg.submit, cfg.submit.ray
+    resource, per_node = ray_device(cfg)
+    device_args = [f"--num-gpus={per_node}"] if resource == "GPU" else [f'--resources={{"{resource}": {per_node}}}']
+    lines = [
+        f"RUN_DIR={shlex.quote(str(run_dir))}",
+        f"NNODES={int(cfg.trainer.nnodes)}",
+        f"DEVICES_PER_NODE={per_node}",
+        f"RAY_RESOURCE={resource}",
+        f"RAY_DEVICE_ARGS={_quoted(device_args)}",
+        f"PYTHON={_quoted(shlex.split(s.python))}",
+        f"CONTAINER_ARGS={_quoted(container_args(cfg, run_dir))}",
+        f"RAY_PORT={int(ray.port)}",
+        f"RAY_DASHBOARD_PORT={int(ray.dashboard_port)}",
+        f"RAY_CLIENT_SERVER_PORT={int(ray.client_server_port)}",
+        f"RAY_TEMP_ARGS={_quoted([f'--temp-dir={ray.temp_dir}'] if ray.temp_dir else [])}",
+        f"RAY_INTERFACE={shlex.quote(ray.interface or '')}",
+        f"RAY_WAIT_TIMEOUT={int(ray.wait_timeout)}",
+        f"RAY_HEAD_ARGS={_quoted(list(ray.head_args))}",
+        f"RAY_WORKER_ARGS={_quoted(list(ray.worker_args))}",
+        "",
+        "# The device environment (env.set, your shell's values winning) for `ray start` and the run;",
+        "# secrets are not written here: Slurm passes on what your shell exports at sbatch time.",
+    ]
+    for name, value in effective_env(cfg).items():
+        lines.append(f"unset {name}" if name in cfg.env.unset else f"export {name}={shlex.quote(value)}")
+    if s.setup:
+        lines += ["", "# submit.setup", *map(str, s.setup)]
+    return lines
+
+
+def render(cfg: DictConfig, run_dir: Path) -> str:
+    text = TEMPLATE.read_text()
+    text = text.replace("@SBATCH@", "\n".join(f"#SBATCH {option}" for option in sbatch_options(cfg, run_dir)))
+    return text.replace("@SETTINGS@", "\n".join(settings(cfg, run_dir)))
+
+
+def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
+    """Write launch.yaml and job.sbatch; unless dry, `sbatch` it and return the job id."""
+    if not _SBATCH_WORD.match(str(run_dir)):
+        # The run dir goes into `#SBATCH --output=...`, a line Slurm splits at whitespace (and cuts at '#').
+        raise SubmitError(
+            f"the run directory {str(run_dir)!r} holds whitespace, a quote or '#', which an `#SBATCH` line cannot "
+            "carry; set hydra.run.dir (hydra.sweep.dir in a sweep) to a path without them"
+        )
+    sbatch = None if dry else shutil.which("sbatch")
+    if not dry and sbatch is None:
+        raise SubmitError(
+            "submit=slurm: the `sbatch` command is not on PATH; submit from a Slurm login node, "
+            "or add dry_run=true to only write the run's launch.yaml and job.sbatch"
+        )
+    write_launch_file()
+    script = run_dir / SCRIPT
+    script.write_text(render(cfg, run_dir))
+    print(f"slurm      {script} ({cfg.trainer.nnodes} node(s); relaunches {run_dir})")
+    if sbatch is None:
+        print(f"slurm      dry run, not submitted; to submit: sbatch {script}")
+        return None
+    done = subprocess.run([sbatch, "--parsable", str(script)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SubmitError(
+            f"`sbatch {script}` failed (exit {done.returncode}): {done.stderr.strip() or done.stdout.strip()}; "
+            "check submit.partition, submit.account, submit.time and submit.sbatch"
+        )
+    job_id = done.stdout.strip().split(";")[0]  # --parsable: "<id>" or "<id>;<cluster>"
+    if not job_id.isdigit():
+        raise SubmitError(f"`sbatch --parsable {script}` printed no job id: {done.stdout.strip()!r}")
+    print(f"slurm      submitted job {job_id}")
+    print(f"log        {run_dir}/slurm-{job_id}.out (Ray: {run_dir}/slurm-{job_id}/ray-*.log)")
+    return job_id

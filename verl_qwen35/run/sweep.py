@@ -1,0 +1,247 @@
+"""Hydra multirun support: one row per job, and the summary table at the end of a sweep.
+
+Each job writes verdict.json into its own output directory (app.run), first as `running`,
+then with its outcome; a job that raises is recorded as `failed` with its reason instead of
+ending the sweep (Hydra's basic sweeper would re-raise it before the summary). The
+SweepSummary callback, registered in conf/config.yaml, gathers this sweep's verdicts when it
+ends (or when Ctrl-C stops it: `interrupted`), prints one table and writes summary.csv and
+summary.json into the sweep directory.
+"""
+
+import csv
+import io
+import json
+import re
+import secrets
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.experimental.callback import Callback
+from hydra.types import RunMode
+from hydra.utils import get_class
+from omegaconf import DictConfig, OmegaConf
+from tabulate import tabulate
+
+from verl_qwen35.checks.problem import Problem
+from verl_qwen35.config.errors import explain
+from verl_qwen35.config.secrets import redact
+
+VERDICT = "verdict.json"
+ERROR_LOG = "error.log"
+
+
+@dataclass
+class ActiveSweep:
+    """The sweep this process runs: its directory, an id its verdicts carry, and its planned jobs."""
+
+    sweep_dir: Path
+    sweep_id: str
+    planned: list[list[str]] = field(default_factory=list)
+
+
+_ACTIVE: ActiveSweep | None = None
+
+
+def in_multirun() -> bool:
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
+def job_tag() -> str:
+    """`<sweep dir>_job<N>`: unique across jobs and across sweeps, readable in a run name."""
+    hydra_cfg = HydraConfig.get()
+    sweep = "_".join(Path(hydra_cfg.sweep.dir).parts[-2:])
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{sweep}_job{hydra_cfg.job.num}")
+
+
+def write_verdict(
+    output_dir: str, mode: str, found: list[Problem], status: str | None = None, memory: str = ""
+) -> None:
+    """This job's verdict, in its own output directory, for SweepSummary (and for people).
+
+    `memory`: the estimate's cell (training/rollout GiB per device of capacity, checks.memory.memory_column)."""
+    hydra_cfg = HydraConfig.get()
+
+    def listed(level: str) -> list[dict[str, Any]]:
+        return [{"keys": list(p.keys), "message": p.message} for p in found if p.level == level]
+
+    errors = listed("error")
+    record = {
+        "job": hydra_cfg.job.get("num", 0) if in_multirun() else 0,
+        "sweep_id": _ACTIVE.sweep_id if _ACTIVE else None,
+        "overrides": list(hydra_cfg.overrides.task),
+        "mode": mode,
+        "status": status or ("refused" if errors else "ok"),
+        "valid": not errors and status in (None, "ok"),
+        "errors": errors,
+        "warnings": listed("warning"),
+        "memory": memory,
+    }
+    (Path(output_dir) / VERDICT).write_text(redact(json.dumps(record, indent=2)))
+
+
+def note_job_id(output_dir: str, job_id: str) -> None:
+    """The cluster job this run was submitted as (submit=slurm|ray_job), for the sweep summary."""
+    path = Path(output_dir) / VERDICT
+    path.write_text(json.dumps({**json.loads(path.read_text()), "job_id": job_id}, indent=2))
+
+
+def guarded_job(job: Callable[[], None], output_dir: str, mode: str) -> None:
+    """Run one sweep job so that nothing it raises ends the sweep: the failure is its verdict.
+
+    A job the preflight refuses returns normally (status `refused`); one that raises is `failed`:
+    a user mistake with its one-line answer, anything else with its type and message, its
+    traceback in the job's error.log (a crash is a bug worth reading).
+    """
+    write_verdict(output_dir, mode, [], status="running")
+    try:
+        job()
+    except SystemExit as stop:  # something in the job (verl, Ray) called sys.exit
+        if stop.code not in (0, None):
+            _record_stop(output_dir, mode, "failed", f"exited with code {stop.code}")
+    except Exception as err:
+        reason = explain(err)
+        if reason is None:
+            (Path(output_dir) / ERROR_LOG).write_text(traceback.format_exc())
+            reason = f"{type(err).__name__}: {err} (traceback in {Path(output_dir) / ERROR_LOG})"
+        _record_stop(output_dir, mode, "failed", reason)
+
+
+def _record_stop(output_dir: str, mode: str, status: str, reason: str) -> None:
+    print(f"job {HydraConfig.get().job.num} {status}: {reason}", file=sys.stderr)
+    write_verdict(output_dir, mode, [Problem("error", (), reason)], status=status)
+
+
+def _overrides(item: str) -> tuple[str, str]:
+    key, _, value = item.partition("=")
+    return key, value
+
+
+def first_reason(record: dict[str, Any]) -> str:
+    """`<short key>: <message>` of the first error; the short key is the `parallel.*` name when there is one."""
+    if not record["errors"]:
+        return ""
+    first = record["errors"][0]
+    if not first["keys"]:  # the message names its key itself
+        return first["message"]
+    return f"{first['keys'][0].split(' ')[0]}: {first['message']}"
+
+
+def _records(sweep_dir: Path, sweep_id: str | None) -> list[dict[str, Any]]:
+    """This sweep's verdicts only: a reused sweep directory also holds earlier sweeps' jobs."""
+    found = []
+    for path in sweep_dir.glob(f"*/{VERDICT}"):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if sweep_id is None or record.get("sweep_id") == sweep_id:
+            found.append(record)
+    return sorted(found, key=lambda r: r["job"])
+
+
+def summary_row(record: dict[str, Any], swept_values: dict[str, str], submitted: bool) -> dict[str, Any]:
+    """One table row; add columns here (they flow into the table, CSV and JSON)."""
+    return {
+        "job": record["job"],
+        **swept_values,
+        "valid": record["valid"],
+        "memory_gib": record.get("memory", ""),
+        **({"job_id": record.get("job_id", "")} if submitted else {}),
+        "status": record.get("status", "ok" if record["valid"] else "refused"),
+        "reason": first_reason(record),
+    }
+
+
+def summarize(sweep_dir: Path, sweep_id: str | None = None, planned: list[list[str]] = ()) -> list[dict[str, Any]]:
+    """One row per job (planned jobs that never ran included), with only the override keys that vary."""
+    records = {r["job"]: r for r in _records(sweep_dir, sweep_id)}
+    for num, overrides in enumerate(planned):
+        records.setdefault(num, {"job": num, "overrides": overrides, "valid": False, "status": "not run", "errors": []})
+    ordered = [records[n] for n in sorted(records)]
+    values = [dict(map(_overrides, r["overrides"])) for r in ordered]
+    keys = sorted({k for v in values for k in v})
+    swept = [k for k in keys if len({v.get(k) for v in values}) > 1] or keys
+    submitted = any("job_id" in r for r in ordered)
+    return [summary_row(r, {k: v.get(k, "") for k in swept}, submitted) for r, v in zip(ordered, values, strict=True)]
+
+
+def table(rows: list[dict[str, Any]], reason_width: int = 100) -> str:
+    if not rows:
+        return "(no jobs)"
+    shown = [[str(v)[:reason_width] for v in row.values()] for row in rows]
+    return tabulate(shown, headers=list(rows[0]), tablefmt="simple", disable_numparse=True)
+
+
+def write_summary(sweep: ActiveSweep) -> list[dict[str, Any]]:
+    """Print and save the table of this sweep's jobs; returns its rows."""
+    rows = summarize(sweep.sweep_dir, sweep.sweep_id, sweep.planned)
+    if not rows:
+        return rows
+    sweep.sweep_dir.mkdir(parents=True, exist_ok=True)
+    (sweep.sweep_dir / "summary.json").write_text(redact(json.dumps(rows, indent=2)))
+    table_csv = io.StringIO()
+    writer = csv.DictWriter(table_csv, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    (sweep.sweep_dir / "summary.csv").write_text(redact(table_csv.getvalue()), newline="")
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "refused", "failed", "interrupted", "not run")}
+    told = "".join(f", {n} {s}" for s, n in counts.items() if n and s not in ("ok", "refused"))
+    print(f"\nsweep: {len(rows)} job(s), {counts['ok']} valid, {counts['refused']} refused{told}")
+    print(redact(table(rows)))
+    print(f"saved: {sweep.sweep_dir / 'summary.csv'} and summary.json")
+    return rows
+
+
+def planned_jobs(config: DictConfig) -> list[list[str]]:
+    """The jobs the basic sweeper will run, computed as it does (hydra's basic_sweeper.split_arguments)."""
+    target = str(config.hydra.sweeper.get("_target_", ""))
+    if not target or not issubclass(get_class(target), BasicSweeper):  # ours (ComposeOnceSweeper) is one
+        return []
+    # The sweeper's params as Hydra instantiates the sweeper: resolved against the sweep's config
+    # (hydra/core/plugins.py instantiate_sweeper). The command line as written: an override may hold
+    # `${...}` that only its job resolves (hydra/_internal/hydra.py multirun: resolve=False).
+    params = OmegaConf.to_container(config.hydra.sweeper, resolve=True).get("params") or {}
+    task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
+    lines = [f"{k}={v}" for k, v in params.items()] + task
+    (batch, *more) = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(lines), None)
+    return batch
+
+
+def interrupted() -> None:
+    """Ctrl-C during a sweep: the summary of the jobs that finished, the rest marked."""
+    global _ACTIVE
+    sweep, _ACTIVE = _ACTIVE, None
+    if sweep is None:
+        return
+    for path in sweep.sweep_dir.glob(f"*/{VERDICT}"):
+        record = json.loads(path.read_text())
+        if record.get("sweep_id") == sweep.sweep_id and record.get("status") == "running":
+            record.update(status="interrupted", valid=False)
+            record["errors"] = [{"keys": ["job"], "message": "stopped by Ctrl-C"}]
+            path.write_text(json.dumps(record, indent=2))
+    summary = write_summary(sweep)
+    print(f"sweep interrupted: {sum(r['status'] not in ('not run', 'interrupted') for r in summary)} job(s) finished")
+
+
+class SweepSummary(Callback):
+    """Prints and saves the sweep's table; exits 2 when any job was refused or failed."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        global _ACTIVE
+        sweep_dir = Path(OmegaConf.select(config, "hydra.sweep.dir"))
+        _ACTIVE = ActiveSweep(sweep_dir.absolute(), secrets.token_hex(6), planned_jobs(config))
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        global _ACTIVE
+        sweep = _ACTIVE or ActiveSweep(Path(config.hydra.sweep.dir), None)
+        _ACTIVE = None
+        rows = write_summary(sweep)
+        if any(r["status"] != "ok" for r in rows):
+            sys.exit(2)
