@@ -86,16 +86,6 @@ def seed_overrides(verl_version: str) -> list[str]:
     return lines
 
 
-def plan_command(runner: Runner) -> list[str]:
-    """`-m verl_qwen35 plan ...`, or the older `-m verl_qwen35.layouts ...` if `plan` is unknown."""
-    new = ["-m", "verl_qwen35", "plan", *PLAN]
-    proc = runner.call(new)
-    # Hydra's usage (it offers --hydra-help) or argparse's "invalid choice: 'plan'" means no subcommand.
-    if proc.returncode == 2 and ("--hydra-help" in proc.stderr or "'plan'" in proc.stderr):
-        return ["-m", "verl_qwen35.layouts", *PLAN]
-    return new
-
-
 def seconds(value: float) -> str:
     return f"{value:.3f} s"
 
@@ -150,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
             rows.append((f"{jobs}-job sweep", seconds(total), target, met, f"{singles:.1f} dry runs"))
 
         if "planner" in only:
-            plan = plan_command(runner)
+            plan = ["-m", "verl_qwen35", "plan", *PLAN]
             wall = runner.median("planner (" + " ".join(plan[1:]) + ")", plan)
             rows.append(("planner 397B 16x16", seconds(wall), f"< {PLANNER_MAX} s", verdict(wall < PLANNER_MAX), ""))
 

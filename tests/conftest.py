@@ -27,6 +27,15 @@ REFERENCE_LAYOUTS = {
 }
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tiers are folders: tests/system/ (real Ray, Slurm stand-ins, the wheel) is marked `system`,
+    so `pytest -m "not system"` runs the unit and integration tiers in a few minutes."""
+    system = Path(__file__).resolve().parent / "system"
+    for item in items:
+        if system in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.system)
+
+
 @pytest.fixture(params=COMBOS, ids=lambda c: f"{c[0]}_{c[1]}")
 def combo(request) -> tuple[str, str]:
     return request.param

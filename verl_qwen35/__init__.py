@@ -15,11 +15,11 @@ from verl_qwen35.checks import preflight as _preflight
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.config import compose
 from verl_qwen35.config.errors import resolve_naming_key
+from verl_qwen35.installed import __version__
 from verl_qwen35.model.memory import MemoryEstimate
 from verl_qwen35.model.memory import estimate as _estimate
 from verl_qwen35.planner.search import Candidate, search
 
-__version__ = "0.1.0"
 __all__ = ["Candidate", "MemoryEstimate", "Problem", "compose", "estimate", "plan", "preflight", "__version__"]
 
 

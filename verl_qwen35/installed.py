@@ -15,6 +15,7 @@ from packaging.version import InvalidVersion, Version
 
 from verl_qwen35.errors import UserError
 
+__version__ = "0.1.0"  # the package version (pyproject.toml reads it from here)
 PACKAGE = "verl-qwen35"
 SUPPORTED_VERL = ">=0.8,<0.10"
 # The verl the config-only install names: the newest release CI runs against.

@@ -2,10 +2,10 @@
 
 from omegaconf import DictConfig
 
-from verl_qwen35.checks.problem import Problem, divisors, error, warning
+from verl_qwen35.checks.problem import Problem, error, warning
 from verl_qwen35.config.schema import ACTOR, LAYOUT_FEEDS, PARALLEL_KEYS
 from verl_qwen35.installed import ASSUMED_MCORE
-from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.layout import Layout, divisors
 from verl_qwen35.model.pipeline import Split, split_problems, stage_layers
 
 ROLLOUT = "actor_rollout_ref.rollout"

@@ -22,8 +22,3 @@ def error(keys: str | tuple[str, ...], message: str) -> Problem:
 
 def warning(keys: str | tuple[str, ...], message: str) -> Problem:
     return Problem("warning", (keys,) if isinstance(keys, str) else keys, message)
-
-
-def divisors(n: int) -> list[int]:
-    """Divisors of n: the valid alternatives most messages offer."""
-    return [d for d in range(1, n + 1) if n % d == 0]

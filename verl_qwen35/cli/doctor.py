@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verl_qwen35.cli.doctor", description=__doc__.splitlines()[0])
     parser.add_argument("device", nargs="?", default=None, help="device=gpu|npu (detected when omitted)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
     parser.add_argument("--matrix", type=Path, help="a version matrix of your own instead of matrix/<device>.yaml")
     args = parser.parse_args(argv)
     device = args.device.removeprefix("device=") if args.device else detect_device()

@@ -155,6 +155,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("overrides", nargs="*", help="the same overrides as python -m verl_qwen35")
     parser.add_argument("--top", type=int, default=10, help="how many layouts to list (0: every one that fits)")
     parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
     parser.add_argument("--sweep", type=Path, metavar="DIR", help="write the listed layouts to DIR and sweep them")
     parser.add_argument(
         "--config-dir", "-cd", type=Path, help="a directory of your own config groups, as for the entrypoint"

@@ -12,10 +12,12 @@ from hydra import initialize_config_dir
 from omegaconf import DictConfig
 
 from verl_qwen35.config.choices import implicit_overrides
+from verl_qwen35.config.errors import explain
 from verl_qwen35.config.patch import link_patch
 from verl_qwen35.config.prewrite import check_before_writing
 from verl_qwen35.config.resolvers import register_resolvers
 from verl_qwen35.config.schema import register_schema
+from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir, verl_config_dir
 
 __all__ = ["compose"]
@@ -37,8 +39,13 @@ def compose(
         # conf/config.yaml's searchpath (verl's configs), then the user's directories.
         paths = [f"file://{verl_config_dir()}", *(f"file://{d.resolve()}" for d in dirs)]
         lines.append(f"hydra.searchpath=[{','.join(paths)}]")
-    with initialize_config_dir(str(conf_dir()), version_base=None, job_name="verl_qwen35"):
-        cfg = hydra_compose("config", overrides=lines)
+    try:
+        with initialize_config_dir(str(conf_dir()), version_base=None, job_name="verl_qwen35"):
+            cfg = hydra_compose("config", overrides=lines)
+    except Exception as err:  # Hydra's, OmegaConf's and YAML's mistakes, said as the command says them
+        if (message := explain(err)) is None:
+            raise
+        raise UserError(message) from err
     check_before_writing([], (), cfg)  # what the files and interpolations brought in
     link_patch(cfg)  # `megatron.<any key>` reaches actor and ref, as in the command
     return cfg

@@ -56,3 +56,8 @@ class Layout:
             gen_pp=_one_if_null(r.get("pipeline_model_parallel_size")),
             gen_ep=_one_if_null(r.get("expert_parallel_size")),
         )
+
+
+def divisors(n: int) -> list[int]:
+    """Divisors of n: the valid alternatives most messages offer."""
+    return [d for d in range(1, n + 1) if n % d == 0]

@@ -13,7 +13,7 @@ Upstream (megatron-core 0.16.1):
 import re
 from dataclasses import dataclass
 
-from verl_qwen35.checks.problem import divisors
+from verl_qwen35.model.layout import divisors
 
 OTC = "megatron.override_transformer_config"
 PP, VPP = "parallel.pp", "parallel.vpp"

@@ -41,9 +41,9 @@ from omegaconf import DictConfig, OmegaConf
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.batches import batch_problems, uses_reference
 from verl_qwen35.checks.layout import layout_problems, sequence_parallel_problems
-from verl_qwen35.checks.problem import Problem, divisors
+from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.rollout import rollout_problems
-from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.layout import Layout, divisors
 from verl_qwen35.model.memory import MemoryEstimate, ModelFacts, Settings, estimate_layout
 
 TRAINING = ("tp", "pp", "cp", "ep", "etp", "vpp")

@@ -14,11 +14,10 @@ from typing import Any
 import yaml
 from omegaconf import DictConfig, OmegaConf
 
-from verl_qwen35 import __version__
 from verl_qwen35.config.secrets import redact, shell_secrets
 from verl_qwen35.config.yaml_files import load_mapping
 from verl_qwen35.errors import UserError
-from verl_qwen35.installed import installed_verl_schema, installed_verl_version
+from verl_qwen35.installed import __version__, installed_verl_schema, installed_verl_version
 from verl_qwen35.run.environment import effective_env
 
 LAUNCH_FILE = "launch.yaml"

@@ -10,6 +10,7 @@ summary.json into the sweep directory.
 
 import csv
 import io
+import itertools
 import json
 import re
 import secrets
@@ -20,12 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 from tabulate import tabulate
 
@@ -34,6 +33,7 @@ from verl_qwen35.config.errors import explain
 from verl_qwen35.config.secrets import redact
 
 VERDICT = "verdict.json"
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"  # conf/hydra/sweeper/basic.yaml
 ERROR_LOG = "error.log"
 
 
@@ -200,18 +200,21 @@ def write_summary(sweep: ActiveSweep) -> list[dict[str, Any]]:
 
 
 def planned_jobs(config: DictConfig) -> list[list[str]]:
-    """The jobs the basic sweeper will run, computed as it does (hydra's basic_sweeper.split_arguments)."""
-    target = str(config.hydra.sweeper.get("_target_", ""))
-    if not target or not issubclass(get_class(target), BasicSweeper):  # ours (ComposeOnceSweeper) is one
-        return []
+    """The jobs Hydra's basic sweeper will run: the product of every swept value, in its order
+    (hydra/_internal/core_plugins/basic_sweeper.py split_arguments, one batch)."""
+    if str(config.hydra.sweeper.get("_target_", "")) != BASIC_SWEEPER:
+        return []  # another sweeper (Optuna, Ax, ...) plans its own jobs
     # The sweeper's params as Hydra instantiates the sweeper: resolved against the sweep's config
     # (hydra/core/plugins.py instantiate_sweeper). The command line as written: an override may hold
     # `${...}` that only its job resolves (hydra/_internal/hydra.py multirun: resolve=False).
     params = OmegaConf.to_container(config.hydra.sweeper, resolve=True).get("params") or {}
     task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
     lines = [f"{k}={v}" for k, v in params.items()] + task
-    (batch, *more) = BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(lines), None)
-    return batch
+    choices = [
+        [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override() else [o.input_line]
+        for o in OverridesParser.create().parse_overrides(lines)
+    ]
+    return [list(job) for job in itertools.product(*choices)]
 
 
 def interrupted() -> None:

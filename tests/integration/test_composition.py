@@ -3,11 +3,10 @@
 import pytest
 from omegaconf import OmegaConf
 
+from tests.conftest import REFERENCE_LAYOUTS
 from verl_qwen35.config import compose
 from verl_qwen35.config.schema import PARALLEL_KEYS
 from verl_qwen35.review.flat import flatten
-
-from .conftest import REFERENCE_LAYOUTS
 
 
 def test_preset_resolves_to_the_reference_layout(combo):

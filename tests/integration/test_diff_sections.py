@@ -7,8 +7,8 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from verl_qwen35.config import compose
 from verl_qwen35.cli.diff import main as diff_main
+from verl_qwen35.config import compose
 
 
 def _first_leaf(tree: dict, path: str) -> tuple[dict, str, str]:

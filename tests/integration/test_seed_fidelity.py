@@ -13,7 +13,7 @@ from verl_qwen35.installed import installed_verl_schema, verl_config_dir
 from verl_qwen35.review.flat import flatten
 from verl_qwen35.run.environment import effective_env
 
-HERE = Path(__file__).parent / "seed_fidelity"
+HERE = Path(__file__).parents[1] / "seed_fidelity"
 COMBOS = ["35b_gpu", "35b_npu", "122b_gpu", "122b_npu", "397b_gpu", "397b_npu"]
 DIFFERENCES = yaml.safe_load((HERE / "differences.yaml").read_text())
 ABSENT = "<absent>"
@@ -90,7 +90,7 @@ def test_an_unlisted_change_is_caught(monkeypatch):
     """The comparison itself sees a one-key change (guards against a vacuous pass)."""
     original = compose_ours
     monkeypatch.setattr(
-        "tests.test_seed_fidelity.compose_ours",
+        "tests.integration.test_seed_fidelity.compose_ours",
         lambda overrides: original([*overrides, "actor_rollout_ref.rollout.n=7"]),
     )
     found = differences("35b_gpu", monkeypatch)

@@ -1,6 +1,6 @@
 """Relaunch behaviour one case at a time, in-process up to the launch itself.
 
-The launch through verl and Ray is real in tests/test_forwarding.py (relaunch included); here
+The launch through verl and Ray is real in tests/system/test_forwarding.py (relaunch included); here
 `launch_now` is replaced by a recorder so each case shows only what relaunch decides before it:
 refuse (exit 2, the reason, nothing launched) or launch the recorded config with the recorded
 environment, saying what it resumes from and what it will not take from this shell.
@@ -15,8 +15,8 @@ from omegaconf import OmegaConf
 from tests.environ import cleared
 from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.cli.relaunch import main as relaunch_main
-from verl_qwen35.run import relaunch as relaunch_module
 from verl_qwen35.config import compose
+from verl_qwen35.run import relaunch as relaunch_module
 from verl_qwen35.run.launch_record import write_launch_file
 
 

@@ -25,6 +25,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf
 from verl.utils.device import auto_set_device
 
+from tests.conftest import REFERENCE_LAYOUTS
 from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.cli import main as entrypoint
 from verl_qwen35.config import compose
@@ -33,13 +34,11 @@ from verl_qwen35.review.flat import flatten
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import absolute_checkpoint_dir
 
-from .conftest import REFERENCE_LAYOUTS
-
 PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
 # A small local Ray for a 2-core box; with the data files, the only overrides the test adds.
 SMALL_RAY = "ray_kwargs.ray_init.num_cpus=2"
 # This machine has neither vLLM nor a GPU/NPU: the launch-time stack and device checks (tested in
-# tests/test_machine_launch.py) would refuse every launch here.
+# tests/system/test_machine_launch.py) would refuse every launch here.
 NO_MACHINE_CHECKS = ("launch_checks.stack=false", "launch_checks.devices=false")
 ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars"
 

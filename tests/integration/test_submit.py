@@ -2,32 +2,23 @@
 
 Slurm itself is absent here: `sbatch` is missing, or a stand-in from tests/standin_slurm/
 that only records the script it was given (STANDIN_QUEUE_ONLY=1, a queued job).
-tests/test_submit_slurm.py runs the script; tests/test_submit_ray_job.py submits to a real Ray.
+tests/system/test_submit_slurm.py runs the script; tests/system/test_submit_ray_job.py submits to a real Ray.
 """
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
 
+from tests.commands import STANDINS, verl_qwen35
 from tests.ray_head import free_ports
-from tests.test_submit_slurm import REPO, STANDINS
 from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.run.launch_record import read_launch_file
 
 # The script's settings block, evaluated by bash; prints one array's elements, one a line.
 SHOW_ARRAY = 'source <(sed -n "/^RUN_DIR=/,/^set -euo pipefail/p" "$1"); printf "%s\\n" "${!2}"'
-
-
-def verl_qwen35(tmp_path: Path, *args: str, path: str = "/usr/bin:/bin", **env: str) -> subprocess.CompletedProcess:
-    environ = {**os.environ, "PYTHONPATH": str(REPO), "PATH": f"{path}:{Path(sys.executable).parent}", **env}
-    return subprocess.run(
-        [sys.executable, "-m", "verl_qwen35", *args], cwd=tmp_path, env=environ, capture_output=True, text=True
-    )
 
 
 def array(script: Path, name: str) -> list[str]:

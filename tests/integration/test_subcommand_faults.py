@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from tests.test_submit import verl_qwen35
-from verl_qwen35.cli import doctor
-from verl_qwen35.cli import plan as layouts
-from verl_qwen35.cli import estimate as estimate_cli
+from tests.commands import verl_qwen35
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.memory import memory_lines
+from verl_qwen35.cli import doctor
+from verl_qwen35.cli import estimate as estimate_cli
+from verl_qwen35.cli import plan as layouts
 from verl_qwen35.config import compose
 from verl_qwen35.errors import UserError
 from verl_qwen35.run.submit.slurm import settings
@@ -355,7 +355,7 @@ def test_slurm_run_dir_an_sbatch_line_cannot_carry_exits_2_writing_no_script(tmp
 )
 def test_output_into_a_closed_pipe_ends_quietly(argv, tmp_path):
     """`... | head -1`: the reader goes away after one line; no BrokenPipeError traceback."""
-    environ = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    environ = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     with subprocess.Popen(
         [sys.executable, "-m", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environ, cwd=tmp_path
     ) as proc:
@@ -369,7 +369,7 @@ def test_output_into_a_closed_pipe_ends_quietly(argv, tmp_path):
 
 def _own_model(tmp_path: Path, drop: str | None) -> Path:
     """A --config-dir with model/mine.yaml (the 35B facts, minus `drop`) and its parallel/mine_gpu.yaml."""
-    conf = Path(__file__).parents[1] / "conf"
+    conf = Path(__file__).parents[2] / "conf"
     (tmp_path / "model").mkdir()
     (tmp_path / "parallel").mkdir()
     text = (conf / "model" / "35b.yaml").read_text()

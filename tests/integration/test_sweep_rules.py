@@ -1,6 +1,6 @@
 """Sweep behaviour one case at a time: in-process dry-run multiruns and the summary functions.
 
-tests/test_sweep.py runs sweeps as a user does (a subprocess, Ctrl-C); these cases run the same
+tests/integration/test_sweep.py runs sweeps as a user does (a subprocess, Ctrl-C); these cases run the same
 entrypoint in-process so that each behaviour is checked in about a second: the verdict each job
 writes, which rows and columns the summary has, its counts, files and exit code.
 """
@@ -18,9 +18,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from verl_qwen35.cli import main as entrypoint
-from verl_qwen35.run import sweep
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir
+from verl_qwen35.run import sweep
 from verl_qwen35.run.sweep import VERDICT, ActiveSweep, SweepSummary, first_reason, summarize, table, write_summary
 
 

@@ -18,11 +18,11 @@ from verl_qwen35.checks import bad_value_problems, device_of, preflight
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
 from verl_qwen35.checks.layout import KEYS, layers_per_stage, sequence_parallel_problems
 from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_column, memory_lines, memory_problems
-from verl_qwen35.checks.problem import Problem, divisors, error
+from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.submit import submit_problems
 from verl_qwen35.checks.transformer import ARCH_FIELDS, ARCH_SWITCHES, mtp_problems, transformer_problems
 from verl_qwen35.config import compose
-from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.layout import Layout, divisors
 from verl_qwen35.model.pipeline import Split, chunk_layers, split_problems, stage_layers
 from verl_qwen35.run.devices import RESOURCE
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import REPO
 from tests.ray_head import free_ports, separate_ray_head
-from tests.test_submit_slurm import REPO
 from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.run.launch_record import read_launch_file
 

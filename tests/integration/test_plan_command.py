@@ -9,6 +9,7 @@ import sys
 import pytest
 from omegaconf import OmegaConf
 
+from tests.conftest import REFERENCE_LAYOUTS
 from verl_qwen35.checks import device_of
 from verl_qwen35.cli.plan import main, name_of
 from verl_qwen35.config import compose
@@ -24,8 +25,6 @@ from verl_qwen35.planner.search import (
     verify,
     with_layout,
 )
-
-from .conftest import REFERENCE_LAYOUTS
 
 
 def composed(model: str, device: str, *extra: str):

@@ -5,7 +5,6 @@ against what Hydra really composes. Completion is driven through the very bash f
 that `eval "$(verl-qwen35 -sc install=bash)"` installs, with the COMP_* variables bash sets.
 """
 
-import ast
 import os
 import shutil
 import subprocess
@@ -20,7 +19,7 @@ from verl_qwen35.cli.main import SUBCOMMANDS
 from verl_qwen35.cli.presets import discover, presets_text
 from verl_qwen35.config import compose
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ANNOUNCEMENT = "torch_npu is"  # the device line printed when `device` is detected for a run
 
 
@@ -109,7 +108,6 @@ def test_help_is_short_and_names_groups_modes_and_commands(my_conf, tmp_path):
 def test_every_subcommand_answers_its_own_help(name, tmp_path):
     done = _cli(name, "--help", cwd=tmp_path)
     assert done.returncode == 0 and "usage:" in done.stdout, done.stderr
-
 
 
 def test_hydra_keeps_its_full_help_and_its_flags_help(tmp_path):

@@ -1,6 +1,6 @@
 """Secrets exported in the shell never reach a file or the screen: dry runs, sweeps, Hydra's own printing.
 
-The launch (launch.yaml, Ray) half of this is in tests/test_forwarding.py
+The launch (launch.yaml, Ray) half of this is in tests/system/test_forwarding.py
 (test_shell_secrets_reach_the_run_but_no_file_or_output); refusals of secrets put on the
 command line or in --config-dir files are rows of tests/test_faults.py.
 """

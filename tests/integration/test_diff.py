@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from verl_qwen35.cli.diff import main as diff_main
 from verl_qwen35.config import compose
 from verl_qwen35.installed import installed_verl_schema
-from verl_qwen35.cli.diff import main as diff_main
 
-GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 GPU, NPU = "device=gpu model=122b", "device=npu model=122b"
 
 

@@ -16,7 +16,7 @@ from verl_qwen35.checks.megatron_keys import (
 )
 from verl_qwen35.config import compose
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_shipped_field_data_equals_the_installed_dataclass():

@@ -1,6 +1,6 @@
 """checks/machine.py in-process: what `launch_checks` turns on, each check's key and message, its values.
 
-tests/test_machine_launch.py runs the same checks against a real Ray cluster and through the
+tests/system/test_machine_launch.py runs the same checks against a real Ray cluster and through the
 entrypoint; these cases call launch_problems on composed configs, so each costs a fraction of a
 second. No Ray is started: RAY_ADDRESS=local and no GPU or NPU here, so the device count is this
 machine's, 0. vLLM (and, for npu, torch_npu) is not installed in the test environments.

@@ -1,7 +1,7 @@
 """launch.yaml: what a launch records, and every damaged record answered with one message and exit 2.
 
 The launch itself (and a relaunch from another directory resuming the same checkpoint) runs
-for real through verl and Ray in tests/test_forwarding.py.
+for real through verl and Ray in tests/system/test_forwarding.py.
 """
 
 from pathlib import Path
@@ -10,10 +10,10 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
+from verl_qwen35.cli.relaunch import main as relaunch
 from verl_qwen35.config import compose
 from verl_qwen35.installed import installed_verl_schema
 from verl_qwen35.run.launch_record import read_launch_file, write_launch_file
-from verl_qwen35.cli.relaunch import main as relaunch
 
 SECRET = "hf_live_0123456789abcdef"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from verl_qwen35.installed import installed_verl_schema
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "golden.py"
 
 

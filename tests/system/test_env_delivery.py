@@ -18,7 +18,7 @@ import pytest
 import ray
 
 from tests.ray_head import separate_ray_head
-from tests.test_forwarding import PROXIES, launch  # noqa: F401  (the launch fixture)
+from tests.system.test_forwarding import PROXIES, launch  # noqa: F401  (the launch fixture)
 from verl_qwen35.config import compose
 
 # The node's own shell: proxies the job must clear, values the job must override, and a

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import REPO, STANDINS
 from tests.ray_head import free_ports, processes_using
 from tests.tiny_data import write_geo3k_stub
 
-REPO = Path(__file__).resolve().parents[1]
-STANDINS = Path(__file__).with_name("standin_slurm")
 # Ray's fixed default ports, and per node the ones it would otherwise pick at random.
 PER_NODE_PORTS = (
     "node-manager-port",

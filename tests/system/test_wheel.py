@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "conf"
 
 # Builds the wheel (hatchling in an isolated env) and installs it: ~5-15 s. Still in the default run.

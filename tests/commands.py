@@ -1,0 +1,17 @@
+"""Running the command as a user does: a subprocess in a directory of its own, with a chosen PATH."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+STANDINS = Path(__file__).resolve().parent / "standin_slurm"  # sbatch, srun, scontrol stand-ins
+
+
+def verl_qwen35(tmp_path: Path, *args: str, path: str = "/usr/bin:/bin", **env: str) -> subprocess.CompletedProcess:
+    """`python -m verl_qwen35 ARGS` in tmp_path, with `path` before this interpreter's bin directory."""
+    environ = {**os.environ, "PYTHONPATH": str(REPO), "PATH": f"{path}:{Path(sys.executable).parent}", **env}
+    return subprocess.run(
+        [sys.executable, "-m", "verl_qwen35", *args], cwd=tmp_path, env=environ, capture_output=True, text=True
+    )
