@@ -1,4 +1,4 @@
-"""Regenerate verl_qwen35/upstream/megatron_core_<major.minor>.json from the installed megatron-core.
+"""Regenerate verl_qwen35/data/upstream/megatron_core_<major.minor>.json from the installed megatron-core.
 
 The fast preflight checks `override_transformer_config` keys and value types against this file, so it
 never has to import megatron-core (and torch). tests/test_megatron_fields.py compares the shipped file
@@ -14,7 +14,7 @@ import typing
 from importlib.metadata import version
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "verl_qwen35" / "upstream"
+OUT = Path(__file__).resolve().parent.parent / "verl_qwen35" / "data" / "upstream"
 SIMPLE = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict", type(None): "null"}
 
 

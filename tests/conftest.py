@@ -4,6 +4,7 @@ run in-process as a user would, for the fault tests)."""
 import logging
 import os
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,15 @@ REFERENCE_LAYOUTS = {
     ("397b", "gpu"): (16, 8, 2, 2, 1, 64, 1, 8, 16, 128),
     ("397b", "npu"): (16, 16, 2, 4, 1, 64, 1, 16, 16, 256),
 }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite runs under a home of its own: nothing it starts (Hydra, Ray, pip, verl's imports) writes
+    into the user's ~/.cache or ~/.ray; the presets' $HOME/data/geo3k paths point there too."""
+    home = Path(tempfile.mkdtemp(prefix="verl_qwen35_tests_home_"))
+    os.environ["HOME"] = str(home)
+    os.environ.pop("XDG_CACHE_HOME", None)
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

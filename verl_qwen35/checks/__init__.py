@@ -3,7 +3,6 @@
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.batches import batch_problems, uses_reference
-from verl_qwen35.checks.env import env_problems
 from verl_qwen35.checks.files import data_problems, model_path_problems
 from verl_qwen35.checks.layout import layout_problems, positive_problems, sequence_parallel_problems
 from verl_qwen35.checks.megatron_keys import (
@@ -55,7 +54,6 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
         return broken  # nothing else can read inside a section that is not there
     device = device_of(cfg)
     found = parity_errors(cfg) + unknown_patch_errors(cfg) + layout_source_errors(cfg)
-    found += [error(key, message) for key, message in env_problems(cfg)]
     found += [error(key, f"{why}. Instead, {ADVICE}.") for key, why in config_findings(cfg)]
     otc = override_dict(cfg)
     if bad_values := bad_value_problems(cfg, otc):

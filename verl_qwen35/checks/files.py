@@ -12,7 +12,7 @@ from omegaconf import DictConfig, ListConfig
 
 from verl_qwen35.checks.problem import Level, Problem
 
-PREPARE = "python -m verl_qwen35.data --out {dir}"
+PREPARE = "verl-qwen35 data --out {dir}"
 # A missing file only matters where the job runs: say so when it is merely a warning.
 ON_THIS_MACHINE = " [machine check: an error at launch and with dry_run=full]"
 

@@ -1,4 +1,4 @@
-"""Will it fit? The memory estimate (verl_qwen35/estimate.py) against the device and host capacities.
+"""Will it fit? The memory estimate (verl_qwen35/model/memory.py) against the device and host capacities.
 
 An error when a phase needs more than the device (or the node's host memory) has, a warning
 above 90%; each names what to change. The estimate is arithmetic on the resolved config: it
@@ -11,8 +11,6 @@ from omegaconf import DictConfig
 
 from verl_qwen35.checks.layout import KEYS, positive_problems
 from verl_qwen35.checks.problem import Problem, error, warning
-
-# A module import (not `from ... import name`): estimate.py imports checks.layout, so either side may load first.
 from verl_qwen35.model import memory as memory_model
 from verl_qwen35.model.layout import Layout
 

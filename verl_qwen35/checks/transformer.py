@@ -2,7 +2,7 @@
 
 Each rule restates an assert of megatron-core 0.16.1 `transformer/transformer_config.py`
 (`TransformerConfig.__post_init__`) or `model_parallel_config.py` (`ModelParallelConfig.__post_init__`)
-that a Qwen3.5 MoE config can reach through overrides; `verl_qwen35/validators.py` builds the real
+that a Qwen3.5 MoE config can reach through overrides; `verl_qwen35/validators/real.py` builds the real
 dataclass in `dry_run=full`, and tests/test_differential.py keeps the two in agreement.
 Pure over a plain dict, the model facts and the layout: the planner calls it per layout.
 """
@@ -48,7 +48,7 @@ ARCH_SWITCHES = {
     "experimental_attention_variant": "gated_delta_net",
     "multi_latent_attention": False,
     "moe_layer_freq": 1,
-    # Qwen3.5's blocks as Megatron-Bridge builds them (the same values verl_qwen35/validators.py
+    # Qwen3.5's blocks as Megatron-Bridge builds them (the same values verl_qwen35/validators/real.py
     # `facts_config` hands TransformerConfig): another value builds layers the checkpoint has no weights for.
     "normalization": "RMSNorm",
     "layernorm_zero_centered_gamma": True,
@@ -79,7 +79,7 @@ def kind_of(value: Any) -> str:
 
 
 def type_problems(otc: Mapping[str, Any], fields: Mapping[str, dict], prefix: str = OTC) -> list[Problem]:
-    """Types and enum values from the generated field list (`verl_qwen35/upstream/megatron_core_*.json`)."""
+    """Types and enum values from the generated field list (`verl_qwen35/data/upstream/megatron_core_*.json`)."""
     found = []
     for name, value in otc.items():
         spec = fields.get(name)

@@ -1,4 +1,4 @@
-"""`python -m verl_qwen35.data --out DIR`: fetch the geo3k parquet files the presets read.
+"""`verl-qwen35 data --out DIR`: fetch the geo3k parquet files the presets read.
 
 Its own command, the same on every device: verl's script downloaded data only in its GPU
 branch. Launching never downloads; preflight points here when a file is missing.
@@ -56,7 +56,7 @@ def _download(repo: str, name: str, out: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m verl_qwen35.data", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="verl-qwen35 data", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path.home() / "data" / "geo3k", help="target directory")
     parser.add_argument("--repo", default=REPO, help="Hugging Face dataset repository")
     args = parser.parse_args(argv)

@@ -1,7 +1,7 @@
-"""`python -m verl_qwen35.cli.doctor [device=gpu|npu]`: is the software stack here fit to launch?
+"""`verl-qwen35 doctor [device=gpu|npu]`: is the software stack here fit to launch?
 
 Lists every component the launch path needs with its installed and required versions and a
-verdict, from the version matrix `verl_qwen35/matrix/<device>.yaml` (sources inside it).
+verdict, from the version matrix `verl_qwen35/data/matrix/<device>.yaml` (sources inside it).
 Exit 0 when everything fits, 2 otherwise. Imports nothing it checks (see verl_qwen35.run.stack).
 """
 
@@ -30,7 +30,7 @@ def table(verdicts: list[Verdict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m verl_qwen35.cli.doctor", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="verl-qwen35 doctor", description=__doc__.splitlines()[0])
     parser.add_argument("device", nargs="?", default=None, help="device=gpu|npu (detected when omitted)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    with answered("python -m verl_qwen35.cli.doctor"):  # `| head` ends quietly
+    with answered("verl-qwen35 doctor"):  # `| head` ends quietly
         code = main()
         sys.stdout.flush()
     sys.exit(code)

@@ -65,6 +65,20 @@ def hydra_errors_raised() -> Iterator[None]:
             os.environ.pop("HYDRA_FULL_ERROR", None)
 
 
+def with_implicit(argv: list[str]) -> list[str]:
+    """argv with `device` and `verl_schema` filled in when not given, beside the user's own overrides.
+
+    Hydra's command line (argparse) takes its overrides as one run of arguments, before or after the
+    flags; the filled-in ones join that run: before the first override, or at the end when none."""
+    added = implicit_overrides(argv)
+    after_value_flag = {i + 1 for i, arg in enumerate(argv) if arg in ("-sc", "--shell-completion")}
+    first = next(
+        (i for i, arg in enumerate(argv) if "=" in arg and not arg.startswith("-") and i not in after_value_flag),
+        len(argv),
+    )
+    return [*argv[:first], *added, *argv[first:]]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in SUBCOMMANDS:
@@ -79,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     with answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=interrupted):
         for directory in help.config_dirs(argv):
             check_config_dir(directory)  # YAML syntax and size limits, before Hydra parses any of it
-        sys.argv = [sys.argv[0], *argv, *implicit_overrides(argv)]
+        sys.argv = [sys.argv[0], *with_implicit(argv)]
         with hydra_errors_raised():
             hydra_main()
     return 0

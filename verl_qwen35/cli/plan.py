@@ -1,9 +1,9 @@
-"""`python -m verl_qwen35.cli.plan <overrides> [--top N] [--format json] [--sweep DIR]`: which layout for my cluster.
+"""`verl-qwen35 plan <overrides> [--top N] [--format json] [--sweep DIR]`: which layout for my cluster.
 
 Composes the config once (the same overrides as `python -m verl_qwen35`: model, device,
 `parallel.nnodes`, `parallel.devices_per_node`, `hardware.*`, recipe keys), then lists the best
 training + rollout layouts the preflight accepts and the memory estimate says fit, ranked by the
-cost model of `verl_qwen35.layout_search`. Each row's override line, added to yours, is what
+cost model of `verl_qwen35.planner.search`. Each row's override line, added to yours, is what
 `python -m verl_qwen35 ... dry_run=true` accepts: every listed layout went through that preflight.
 
 `--sweep DIR` writes the listed layouts as `DIR/parallel/<name>.yaml` and runs one Hydra multirun
@@ -36,7 +36,7 @@ from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, read_inputs
 from verl_qwen35.planner.search import ROLLOUT, TRAINING, Candidate, Search, judge, search, verify
 
-PROG = "python -m verl_qwen35.cli.plan"
+PROG = "verl-qwen35 plan"
 LAYOUT_KEYS = {f"parallel.{name}" for name in (*TRAINING, *ROLLOUT)}
 # The search enumerates divisor combinations of the world size: 1024 x 8 takes ~13 s on a 2-core
 # machine, and its cost grows faster than the world. Larger clusters are refused with a message.
@@ -224,7 +224,7 @@ def _print_table(
         print(table(shown))
     print(
         "ranked: fits, no warnings, less traffic across nodes, less traffic, smaller pipeline bubble, "
-        "more memory headroom (verl_qwen35/layout_search.py)"
+        "more memory headroom (verl_qwen35/planner/search.py)"
     )
     if current is None:
         print("current: the preflight refuses the config's own layout (see python -m verl_qwen35 ... dry_run=true)")

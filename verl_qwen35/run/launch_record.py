@@ -13,7 +13,9 @@ from typing import Any
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
+from verl_qwen35.config.schema import NODES
 from verl_qwen35.config.secrets import redact, shell_secrets
 from verl_qwen35.config.yaml_files import load_mapping
 from verl_qwen35.errors import UserError
@@ -99,4 +101,19 @@ def read_launch_file(path: Path) -> tuple[DictConfig, dict[str, Any]]:
             f"{installed_verl_version()} needs {installed_verl_schema()}: relaunch it where verl "
             f"{meta.get('verl_version', '?')} is installed, or launch again with this verl"
         )
-    return OmegaConf.create(config), meta
+    return typed(OmegaConf.create(config), path), meta
+
+
+def typed(cfg: DictConfig, path: Path) -> DictConfig:
+    """The record with our own nodes typed by the same schema as a composed config (a hand edit is refused)."""
+    for name, schema in NODES.items():
+        if name not in cfg:
+            continue
+        try:
+            node = OmegaConf.merge(OmegaConf.structured(schema), cfg[name])
+        except OmegaConfBaseException as err:
+            where = getattr(err, "full_key", None) or name
+            reason = str(err).splitlines()[0]
+            raise UserError(f"{path}: {name}.{where.removeprefix(name + '.')}: {reason}") from None
+        cfg[name] = node
+    return cfg

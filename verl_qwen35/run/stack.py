@@ -1,4 +1,4 @@
-"""The software stack on this host against the version matrix (`verl_qwen35/matrix/<device>.yaml`).
+"""The software stack on this host against the version matrix (`verl_qwen35/data/matrix/<device>.yaml`).
 
 Nothing is imported to find a version: `importlib.metadata` gives it, `importlib.util.find_spec`
 says whether the module is importable (only the top-level package of a dotted name is imported,

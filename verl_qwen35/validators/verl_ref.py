@@ -1,4 +1,4 @@
-"""The ref config as verl's engine worker builds it, for verl's own dataclass checks (`verl_qwen35/validators.py`)."""
+"""The ref config as verl's engine worker builds it, for verl's own dataclass checks (validators/real.py)."""
 
 import copy
 
