@@ -1,5 +1,7 @@
 """Training layout rules of megatron-core 0.16 for Qwen3.5 (MoE + Gated DeltaNet)."""
 
+from dataclasses import fields
+
 from omegaconf import DictConfig
 
 from verl_qwen35.checks.problem import Problem, error, warning
@@ -28,19 +30,7 @@ KEYS = _message_names()
 
 
 def positive_problems(layout: Layout) -> list[Problem]:
-    names = (
-        "nnodes",
-        "devices_per_node",
-        "tp",
-        "pp",
-        "cp",
-        "ep",
-        "etp",
-        "gen_tp",
-        "gen_dp",
-        "gen_pp",
-        "gen_ep",
-    )
+    names = [f.name for f in fields(Layout) if f.name != "vpp"]  # vpp may be null
     return [
         error(KEYS[n], f"{n}={getattr(layout, n)} must be a positive integer")
         for n in names

@@ -7,7 +7,7 @@ is what would still break the script or the job: a line break (a new line of she
 `#SBATCH` line), whitespace or quotes in an `#SBATCH` value, a comma inside one mount
 (pyxis' `--container-mounts` separator), ports and timeouts that are not numbers, and a
 `submit.address` Ray's JobSubmissionClient cannot reach. `submit.setup` is shell by design.
-Pure checks: no Ray, no Slurm command runs here.
+Types are the schema's (config/schema.py). Pure checks: no Ray, no Slurm command runs here.
 """
 
 import re
@@ -57,11 +57,6 @@ def _integer(key: str, value: Any, found: list[Problem], low: int, high: int | N
         found.append(error(key, f"{key}={value!r}: must be an integer {bound}"))
 
 
-def _flag(key: str, value: Any, found: list[Problem]) -> None:
-    if not isinstance(value, bool):
-        found.append(error(key, f"{key}={value!r}: must be true or false"))
-
-
 def _python(s: DictConfig, found: list[Problem]) -> None:
     value = s.get("python")
     _text("submit.python", value, found, optional=False, word=False)
@@ -104,7 +99,6 @@ def _slurm(s: DictConfig, found: list[Problem]) -> None:
         found.append(
             error("submit.time", f"submit.time={time!r}: use Slurm's --time format, e.g. 90, 4:00:00 or 2-00:00:00")
         )
-    _flag("submit.exclusive", s.get("exclusive"), found)
     if s.get("cpus_per_node") is not None:
         _integer("submit.cpus_per_node", s.cpus_per_node, found, 1)
     for option in _strings("submit.sbatch", s.get("sbatch"), found, word=False):
@@ -120,10 +114,7 @@ def _slurm(s: DictConfig, found: list[Problem]) -> None:
             found.append(
                 error("submit.mounts", f"submit.mounts entry {mount!r}: one host:container pair per entry, no comma")
             )
-    ray = s.get("ray")
-    if not isinstance(ray, DictConfig):
-        found.append(error("submit.ray", f"submit.ray={ray!r}: must be the mapping of conf/submit/slurm.yaml"))
-        return
+    ray = s.ray
     ports = {}
     for name in ("port", "dashboard_port", "client_server_port"):
         _integer(f"submit.ray.{name}", ray.get(name), found, 1, 65535)

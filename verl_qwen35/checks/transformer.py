@@ -12,6 +12,7 @@ from typing import Any
 
 from verl_qwen35.checks.layout import KEYS
 from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.config.schema import PARALLEL_KEYS
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.pipeline import OTC, Split, chunk_layers, split_problems
 
@@ -19,14 +20,7 @@ from verl_qwen35.model.pipeline import OTC, Split, chunk_layers, split_problems
 # after the engine's sizes (verl/workers/engine/megatron/transformer_impl.py `_build_tf_config`), so a
 # different value silently replaces the layout. Equal values are accepted: verl's Ascend guide
 # (docs/ascend_tutorial/.../perf_tuning_on_ascend.rst) sets context_parallel_size in both places.
-LAYOUT_FIELDS = {
-    "tensor_model_parallel_size": "tp",
-    "pipeline_model_parallel_size": "pp",
-    "virtual_pipeline_model_parallel_size": "vpp",
-    "context_parallel_size": "cp",
-    "expert_model_parallel_size": "ep",
-    "expert_tensor_parallel_size": "etp",
-}
+LAYOUT_FIELDS = {field: source.removeprefix("parallel.") for field, source in PARALLEL_KEYS.items()}
 # Architecture facts the checkpoint fixes; an override builds a model the weights do not fit.
 ARCH_FIELDS = {
     "num_layers": "num_layers",

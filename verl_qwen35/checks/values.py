@@ -7,29 +7,21 @@ dataclasses (`verl/workers/config/{actor,engine,rollout}.py`, `verl/trainer/conf
 `TransformerConfig`.
 """
 
-from typing import Any
+from dataclasses import fields
+from typing import Any, get_args
 
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.layout import KEYS
 from verl_qwen35.checks.problem import Problem, error
-from verl_qwen35.config.schema import ACTOR, LAYOUT_FEEDS, PARALLEL_KEYS
+from verl_qwen35.config.schema import ACTOR, LAYOUT_FEEDS, PARALLEL_KEYS, Parallel
 
 ARR = "actor_rollout_ref"
 OTC = "megatron.override_transformer_config"
 # key -> (null allowed, smallest value)
 INTEGERS: dict[str, tuple[bool, int]] = {
-    "parallel.tp": (False, 1),
-    "parallel.pp": (False, 1),
-    "parallel.cp": (False, 1),
-    "parallel.ep": (False, 1),
-    "parallel.etp": (True, 1),
-    "parallel.vpp": (True, 1),
-    "parallel.gen_tp": (False, 1),
-    "parallel.gen_dp": (False, 1),
-    "parallel.gen_ep": (False, 1),
-    "parallel.nnodes": (False, 1),
-    "parallel.devices_per_node": (False, 1),
+    # The schema types these; a layout size must also be >= 1 (null where the schema allows it).
+    **{f"parallel.{f.name}": (type(None) in get_args(f.type), 1) for f in fields(Parallel)},
     **{
         f"{ACTOR}.{key}": (key in ("virtual_pipeline_model_parallel_size", "expert_tensor_parallel_size"), 1)
         for key in PARALLEL_KEYS

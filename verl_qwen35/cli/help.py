@@ -118,7 +118,7 @@ def serve_listing(argv: list[str], subcommands: Iterable[str] = ()) -> int:
     """Print `--help` or `--presets` (with every `--config-dir` of argv)."""
     dirs = config_dirs(argv)
     if missing := [str(d) for d in dirs if not d.is_dir()]:
-        print(f"verl-qwen35: --config-dir {', '.join(missing)}: no such directory", file=sys.stderr)
+        print(f"verl-qwen35: error: --config-dir {', '.join(missing)}: no such directory", file=sys.stderr)
         raise SystemExit(2)
     if any(a in HELP_FLAGS for a in argv):
         print(help_text(dirs, subcommands), end="")

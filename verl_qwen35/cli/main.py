@@ -18,6 +18,7 @@ from verl_qwen35.cli.answers import answered
 from verl_qwen35.config.choices import implicit_overrides
 from verl_qwen35.config.resolvers import register_resolvers
 from verl_qwen35.config.schema import register_schema
+from verl_qwen35.config.sources import register_sources
 from verl_qwen35.config.yaml_files import check_config_dir
 from verl_qwen35.installed import conf_dir
 from verl_qwen35.run.job import MODES, job_context, run_job
@@ -85,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         return SUBCOMMANDS[argv[0]][0](argv[1:])
     register_resolvers()
     register_schema()
+    register_sources()
     if help.handled(
         argv, hydra_main, [usage for _, usage in SUBCOMMANDS.values()]
     ):  # --help, --presets, --help-full, shell completion

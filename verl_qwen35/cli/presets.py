@@ -4,6 +4,7 @@ Nothing is hard-coded: a group directory or a preset file someone adds (a model,
 a submit option) is listed as it lands. Layouts show nodes x devices as their files say.
 """
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +25,11 @@ class Option:
     user_dir: Path | None  # the --config-dir it came from, None for ours
 
     def description(self) -> str:
-        """The file's first comment line that is not a `# @package` header."""
-        for line in self.path.read_text().splitlines():
+        """The file's first comment line that is not a `# @package` header (after a leading defaults list)."""
+        lines = self.path.read_text().splitlines()
+        if lines and lines[0].startswith("defaults:"):
+            lines = list(itertools.dropwhile(lambda line: line.startswith(("defaults:", " ", "-")) or not line, lines))
+        for line in lines:
             if line.startswith("#") and not line.startswith("# @package"):
                 return line.lstrip("# ").strip()
             if line.strip() and not line.startswith("#"):

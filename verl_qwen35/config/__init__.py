@@ -17,6 +17,7 @@ from verl_qwen35.config.patch import link_patch
 from verl_qwen35.config.prewrite import check_before_writing
 from verl_qwen35.config.resolvers import register_resolvers
 from verl_qwen35.config.schema import register_schema
+from verl_qwen35.config.sources import SCHEME, register_sources
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir, verl_config_dir
 
@@ -32,12 +33,13 @@ def compose(
     on Hydra's search path after ours and verl's. A user mistake raises `UserError` naming the key."""
     register_resolvers()
     register_schema()
+    register_sources()
     lines = [*implicit_overrides(list(overrides), announce=announce), *overrides]
     dirs = [Path(d) for d in config_dirs]
     check_before_writing(lines, dirs, None)
     if dirs:
         # conf/config.yaml's searchpath (verl's configs), then the user's directories.
-        paths = [f"file://{verl_config_dir()}", *(f"file://{d.resolve()}" for d in dirs)]
+        paths = [f"{SCHEME}://{verl_config_dir()}", *(f"file://{d.resolve()}" for d in dirs)]
         lines.append(f"hydra.searchpath=[{','.join(paths)}]")
     try:
         with initialize_config_dir(str(conf_dir()), version_base=None, job_name="verl_qwen35"):

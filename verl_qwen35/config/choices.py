@@ -104,8 +104,11 @@ def missing_choice(missing: str, found: Iterable[str]) -> str | None:
     verl_only = {p.stem for p in (verl_config_dir() / group).glob("*.yaml")} - set(options(group))
     valid = sorted(set(found) - verl_only)
     model, _, device = name.rpartition("_")
-    if group == "parallel" and model in options("model") and device in ("gpu", "npu"):  # `${model}_${device}`
-        return _no_layout(model, device, valid, None)
+    if group == "parallel" and device in ("gpu", "npu"):  # `${model}_${device}`
+        if model in options("model"):
+            return _no_layout(model, device, valid, None)
+        if (verl_config_dir() / "model" / f"{model}.yaml").is_file():  # verl's `model` group let model=X compose
+            return _not_ours("model", model, options("model"))
     return _not_ours(group, name, valid)
 
 

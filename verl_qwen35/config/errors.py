@@ -116,6 +116,10 @@ def explain(err: BaseException) -> str | None:
         )
     if isinstance(err, yaml.YAMLError):
         return _yaml_message(err)
+    if isinstance(err, MissingConfigException):  # before its base class, ConfigCompositionException
+        if err.missing_cfg_file and (ours := missing_choice(err.missing_cfg_file, err.options or ())):
+            return ours
+        return "\n".join(line for line in str(err).splitlines() if line.strip() and "provider=" not in line)
     if isinstance(err, ConfigCompositionException):
         cause = err.__cause__
         if isinstance(cause, ConfigAttributeError | ConfigKeyError) and cause.parent_node is not None:
@@ -127,10 +131,6 @@ def explain(err: BaseException) -> str | None:
         if isinstance(cause, OmegaConfBaseException):
             return f"{' '.join(str(err).split())} {_omegaconf_message(cause)}"
         return " ".join(str(err).split())
-    if isinstance(err, MissingConfigException):
-        if err.missing_cfg_file and (ours := missing_choice(err.missing_cfg_file, err.options or ())):
-            return ours
-        return "\n".join(line for line in str(err).splitlines() if line.strip() and "provider=" not in line)
     if isinstance(err, OmegaConfBaseException):
         return _omegaconf_message(err)
     if isinstance(err, HydraException):

@@ -18,7 +18,7 @@ from verl_qwen35.installed import installed_verl_schema
 from verl_qwen35.planner.summary import plan_lines
 from verl_qwen35.run.environment import from_shell, job_environment
 from verl_qwen35.run.launch_record import absolute_checkpoint_dir, write_launch_file
-from verl_qwen35.run.machine import runtime_problems
+from verl_qwen35.run.machine import launch_problems, runtime_problems
 from verl_qwen35.run.submit import SubmitError, submit, submitting
 from verl_qwen35.run.sweep import in_multirun, job_tag, note_job_id, write_verdict
 
@@ -67,8 +67,6 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
 
         found += real_problems(cfg, device_of(cfg))
     if mode == "launch" and not submitting(cfg) and not [p for p in found if p.level == "error"]:
-        from verl_qwen35.run.machine import launch_problems  # launch path only: keeps dry runs lean
-
         found += launch_problems(cfg)  # the stack and the cluster's devices, before verl starts Ray
     return found
 

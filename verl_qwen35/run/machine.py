@@ -11,6 +11,7 @@ from omegaconf import DictConfig
 
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.installed import launch_install_command, missing_verl_runtime
+from verl_qwen35.run.devices import device_problems
 from verl_qwen35.run.stack import Verdict, importable, stack_verdicts
 
 
@@ -43,8 +44,6 @@ def launch_problems(cfg: DictConfig) -> list[Problem]:
         return found
     if not importable("ray"):
         return found + [error("launch_checks.devices", "Ray is not installed: the cluster's devices cannot be counted")]
-    from verl_qwen35.run.devices import device_problems
-
     return found + device_problems(cfg, device)
 
 

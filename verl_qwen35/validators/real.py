@@ -19,12 +19,15 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from verl_qwen35.checks import override_dict
+from verl_qwen35.checks.batches import uses_reference
 from verl_qwen35.checks.layout import KEYS
 from verl_qwen35.checks.megatron_keys import MINDSPEED_KEYS, field_spec
 from verl_qwen35.checks.problem import Problem, error
-from verl_qwen35.checks.transformer import LAYOUT_FIELDS
+from verl_qwen35.checks.transformer import LAYOUT_FIELDS, mtp_layers_built
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.pipeline import FIRST, LAST, OTC, PP, VPP
+from verl_qwen35.validators.verl_ref import ref_as_verl_builds_it
 
 # Kernels megatron-core checks for at construction; CPU-only installs lack them, the cluster has them.
 MACHINE_DEPENDENT = {"apply_rope_fusion": False, "moe_permute_fusion": False}
@@ -229,8 +232,6 @@ def real_verl_problems(cfg: DictConfig) -> list[Problem]:
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
-    from verl_qwen35.validators.verl_ref import ref_as_verl_builds_it
-
     steps = [
         ("actor_rollout_ref", lambda: validate_config(cfg, need_reference_policy(cfg), need_critic(cfg))),
         ("actor_rollout_ref.actor", lambda: omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)),
@@ -350,9 +351,6 @@ def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
                 f"the real validators need torch, megatron-core and verl ({err}); only the fast rules ran here",
             )
         ]
-    from verl_qwen35.checks import override_dict
-    from verl_qwen35.checks.transformer import mtp_layers_built
-
     otc = override_dict(cfg)
     mtp_enabled = bool(OmegaConf.select(cfg, "actor_rollout_ref.model.mtp.enable", default=False))
     if not mtp_enabled:  # verl/utils/megatron_utils.py check_mtp_config
@@ -366,8 +364,6 @@ def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
         dtype=cfg.megatron.dtype,
         mtp=mtp_layers_built(otc, mtp_enabled, cfg.model.get("mtp_num_layers", 0) or 0),
     )
-    from verl_qwen35.checks.batches import uses_reference
-
     found += real_batch_problems(cfg, Layout.of(cfg), uses_reference(cfg))
     found += real_ddp_problems(cfg)
     if not found:
