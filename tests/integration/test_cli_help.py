@@ -91,7 +91,8 @@ def test_help_is_short_and_names_groups_modes_and_commands(my_conf, tmp_path):
     done = _cli("--help", "--config-dir", str(my_conf), cwd=tmp_path)
     assert done.returncode == 0 and done.stderr == ""
     text = done.stdout
-    assert text == help_text([my_conf])
+    usages = [usage for _, usage in SUBCOMMANDS.values()]
+    assert text == help_text([my_conf], usages)
     assert len(text.splitlines()) < 60
     assert text.startswith("usage: verl-qwen35 ")
     for group, options in discover([my_conf]).items():
@@ -100,8 +101,8 @@ def test_help_is_short_and_names_groups_modes_and_commands(my_conf, tmp_path):
         assert f"  {mode} " in text
     for flag in ("--presets", "--cfg job", "--help-full", "--hydra-help", "-sc install=bash", "--config-dir"):
         assert flag in text
-    assert all(f"verl-qwen35 {usage}" in text for _, usage in SUBCOMMANDS.values())
-    assert _cli("-h", cwd=tmp_path).stdout == help_text()
+    assert all(f"verl-qwen35 {usage}" in text for usage in usages)
+    assert _cli("-h", cwd=tmp_path).stdout == help_text((), usages)
 
 
 @pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
@@ -182,7 +183,7 @@ def test_fish_completion_keeps_one_candidate_a_line(tmp_path):
 def test_presets_of_a_config_dir_that_is_not_there(tmp_path):
     done = _cli("--presets", "--config-dir", str(tmp_path / "typo"), cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == f"verl_qwen35: --config-dir {tmp_path / 'typo'}: no such directory\n"
+    assert done.stderr == f"verl-qwen35: error: --config-dir {tmp_path / 'typo'}: no such directory\n"
 
 
 def test_presets_show_the_file_hydra_loads_when_names_clash(my_conf, tmp_path):

@@ -15,7 +15,7 @@ def test_existing_files_are_kept_without_touching_the_network(tmp_path, capsys):
 
 def test_offline_fails_with_a_clear_message_and_exit_2(tmp_path):
     run = subprocess.run(
-        [sys.executable, "-m", "verl_qwen35.data", "--out", str(tmp_path / "geo3k")],
+        [sys.executable, "-m", "verl_qwen35", "data", "--out", str(tmp_path / "geo3k")],
         capture_output=True,
         text=True,
         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},

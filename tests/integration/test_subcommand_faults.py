@@ -45,11 +45,11 @@ def resolved(overrides: list[str]):
 
 # (overrides, the key or option the message must name)
 ESTIMATE_BAD = [
-    (["hardware.device_memory_gib=abc"], "hardware.device_memory_gib='abc'"),
-    (["hardware.device_memory_gib=null"], "hardware.device_memory_gib is null"),
+    (["hardware.device_memory_gib=abc"], "hardware.device_memory_gib: Value 'abc'"),  # the schema's refusals
+    (["hardware.device_memory_gib=null"], "'hardware.device_memory_gib' is not Optional"),
     (["hardware.device_memory_gib=0"], "hardware.device_memory_gib=0"),
     (["hardware.device_memory_gib=-5"], "hardware.device_memory_gib=-5"),
-    (["hardware.host_memory_gib=null"], "hardware.host_memory_gib is null"),
+    (["hardware.host_memory_gib=null"], "'hardware.host_memory_gib' is not Optional"),
     (["hardware.host_memory_gib=0"], "hardware.host_memory_gib=0"),
     (["hardware.reserved_gib=-1"], "hardware.reserved_gib=-1"),
     (["hardware.reserved_gib=1000"], "hardware.reserved_gib=1000"),
@@ -68,16 +68,17 @@ ESTIMATE_BAD = [
     (["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=abc"], "ppo_micro_batch_size_per_gpu='abc'"),
     (["actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_offload_fraction=2"], "fraction=2"),
     (["actor_rollout_ref.actor.megatron.param_offload=maybe"], "param_offload='maybe'"),
-    (["model.hidden_size=null"], "model.hidden_size is null"),
+    (["model.hidden_size=null"], "'model.hidden_size' is not Optional"),
     (["model.full_attention_interval=0"], "model.full_attention_interval=0"),
     (["model.num_experts_per_tok=1000"], "model.num_experts_per_tok=1000"),
-    (["~model.num_attention_heads"], "model.num_attention_heads is missing"),
+    (["~model.num_attention_heads"], "model.num_attention_heads: Model (DictConfig) does not support deletion"),
+    (["model.num_attention_heads=???"], "model.num_attention_heads is missing"),
     (["model=397b", "parallel.nnodes=1"], "parallel.nnodes"),
     (["parallel.gen_dp=0"], "gen_dp=0 must be a positive integer"),
-    (["parallel.gen_ep=abc"], "gen_ep=abc must be a positive integer"),
+    (["parallel.gen_ep=abc"], "parallel.gen_ep: Value 'abc'"),
     (["+model.linear_conv_kernel_dim=0"], "model.linear_conv_kernel_dim=0"),
     (["actor_rollout_ref.rollout.max_model_len=-1"], "actor_rollout_ref.rollout.max_model_len=-1"),
-    (["hardware=null"], "hardware.device_memory_gib is missing"),
+    (["hardware=null"], "hardware=null: removes the whole hardware section"),
     (["--format", "yaml"], "--format"),
     (["device=tpu"], "device=tpu"),
 ]
@@ -98,12 +99,12 @@ def test_estimate_of_a_good_config_still_exits_0(capsys):
 @pytest.mark.parametrize(
     ("overrides", "named"),
     [
-        (["hardware.device_memory_gib=abc"], "hardware.device_memory_gib='abc'"),
-        (["hardware.reserved_gib=null"], "hardware.reserved_gib is null"),
+        (["hardware.device_memory_gib=0"], "hardware.device_memory_gib=0"),
+        (["hardware.reserved_gib=-1"], "hardware.reserved_gib=-1"),
         (["data.max_prompt_length=-1"], "[data.max_prompt_length]"),  # issue #7's value check answers first
         (["model.vocab_size=0"], "model.vocab_size=0"),
         (["parallel.gen_dp=0"], "[parallel.gen_dp (actor_rollout_ref.rollout.data_parallel_size)]"),
-        (["parallel.gen_ep=abc"], "[parallel.gen_ep (actor_rollout_ref.rollout.expert_parallel_size)]"),
+        (["parallel.gen_ep=0"], "[parallel.gen_ep (actor_rollout_ref.rollout.expert_parallel_size)]"),
     ],
 )
 def test_dry_run_preflight_names_an_unusable_estimate_input(overrides, named):
@@ -119,15 +120,15 @@ LAYOUTS_BAD = [
     (["--top", "abc"], "--top"),
     (["--format", "yaml"], "--format"),
     (["parallel.nnodes=0"], "parallel.nnodes=0"),
-    (["parallel.nnodes=abc"], "parallel.nnodes='abc'"),
+    (["parallel.nnodes=abc"], "parallel.nnodes: Value 'abc'"),
     (["parallel.nnodes=100000"], "parallel.nnodes=100000"),
     (["parallel.devices_per_node=3"], "the preflight accepts no training layout"),
-    (["hardware.device_memory_gib=abc"], "hardware.device_memory_gib='abc'"),
+    (["hardware.device_memory_gib=abc"], "hardware.device_memory_gib: Value 'abc'"),
     (["hardware.device_memory_gib=0"], "hardware.device_memory_gib=0"),
     (["data.max_prompt_length=null"], "data.max_prompt_length is null"),
     (["parallel.gen_ep=abc"], "parallel.gen_ep"),
     (["parallel.gen_dp=0"], "parallel.gen_dp"),
-    (["parallel.nnodes=true"], "parallel.nnodes=True"),
+    (["parallel.nnodes=true"], "parallel.nnodes: Value 'True' of type 'bool'"),
 ]
 
 
@@ -179,42 +180,28 @@ def test_doctor_refuses_bad_arguments(argv, named, capsys):
 SLURM = [*GPU35, "submit=slurm"]
 RAY_JOB = [*GPU35, "submit=ray_job"]
 SUBMIT_BAD = [
-    (SLURM, "submit.ray.wait_timeout=abc", "submit.ray.wait_timeout='abc'"),
-    (SLURM, "submit.ray.wait_timeout=null", "submit.ray.wait_timeout=None"),
     (SLURM, "submit.ray.wait_timeout=-5", "submit.ray.wait_timeout=-5"),
     (SLURM, "submit.ray.port=70000", "submit.ray.port=70000"),
-    (SLURM, "submit.ray.port=abc", "submit.ray.port='abc'"),
     (SLURM, "submit.ray.dashboard_port=6379", "submit.ray.port and submit.ray.dashboard_port are the same port"),
     (SLURM, "submit.time='$(rm -rf ~)'", "submit.time='$(rm -rf ~)'"),
     (SLURM, "submit.time=tomorrow", "submit.time='tomorrow'"),
-    (SLURM, "submit.mounts=/data:/data", "submit.mounts='/data:/data': must be a list"),
     (SLURM, "submit.mounts=['$(touch pwned):/x']", "submit.mounts[0]"),
     (SLURM, "submit.mounts=['/a:/b,/c:/d']", "no comma"),
-    (SLURM, "submit.mounts=[1]", "submit.mounts[0]=1"),
+    (SLURM, "submit.mounts=[1]", "submit.mounts entry '1'"),  # the schema's List[str] reads it as '1'
     (SLURM, "submit.partition='a b'", "submit.partition='a b'"),
     (SLURM, "submit.partition='a\nb'", "submit.partition="),
     (SLURM, "submit.job_name='a;touch pwned'", "submit.job_name="),
     (SLURM, 'submit.account="x\'y"', "submit.account="),
     (SLURM, "submit.container='img --uid=0'", "submit.container="),
-    (SLURM, "submit.sbatch='--qos=high'", "submit.sbatch='--qos=high': must be a list"),
-    (SLURM, "submit.sbatch=[null]", "submit.sbatch[0]=None"),
     (SLURM, "submit.sbatch=['--comment=a b']", "one sbatch option per entry"),
     (SLURM, "submit.sbatch=[qos]", "one sbatch option per entry"),
     (SLURM, "submit.python='python \"'", "submit.python="),
-    (SLURM, "submit.python=null", "submit.python=None"),
     (SLURM, "submit.python=' '", "names no command"),
-    (SLURM, "submit.setup=echo", "submit.setup='echo': must be a list"),
-    (SLURM, "submit.ray.head_args=--foo", "submit.ray.head_args='--foo': must be a list"),
-    (SLURM, "submit.ray.worker_args=--foo", "submit.ray.worker_args='--foo': must be a list"),
     (SLURM, "submit.ray.temp_dir='/tmp/ray x'", "submit.ray.temp_dir='/tmp/ray x': must be one word"),
-    (SLURM, "submit.cpus_per_node=abc", "submit.cpus_per_node='abc'"),
     (SLURM, "submit.cpus_per_node=0", "submit.cpus_per_node=0"),
-    (SLURM, "submit.exclusive=maybe", "submit.exclusive='maybe'"),
     (SLURM, "submit.ray.interface='ib0 x'", "submit.ray.interface="),
-    (SLURM, "submit.ray=null", "submit.ray=None"),
     (SLURM, "submit.backend=pbs", "submit.backend='pbs'"),
     (RAY_JOB, "submit.address=garbage:x", "submit.address='garbage:x'"),
-    (RAY_JOB, "submit.address=null", "submit.address=None"),
     (RAY_JOB, "submit.address=ftp://h:1", "submit.address='ftp://h:1'"),
     (RAY_JOB, "submit.address=http://h:99999", "submit.address='http://h:99999'"),
     (RAY_JOB, "submit.address=http://", "submit.address='http://'"),
@@ -229,6 +216,34 @@ SUBMIT_BAD = [
 def test_preflight_refuses_unusable_submit_values_naming_the_key(base, override, named):
     errors = [str(p) for p in preflight(resolved([*base, override]), "warning") if p.level == "error"]
     assert any(named in e for e in errors), errors
+
+
+# Wrong types and nulls of our typed nodes: the schema refuses them while composing, naming the key.
+SCHEMA_REFUSED = [
+    (SLURM, "submit.ray.wait_timeout=abc", "submit.ray.wait_timeout: Value 'abc'"),
+    (SLURM, "submit.ray.wait_timeout=null", "'submit.ray.wait_timeout' is not Optional"),
+    (SLURM, "submit.ray.port=abc", "submit.ray.port: Value 'abc'"),
+    (SLURM, "submit.mounts=/data:/data", "submit.mounts: Invalid value assigned: str is not a ListConfig"),
+    (SLURM, "submit.sbatch='--qos=high'", "submit.sbatch: Invalid value assigned: str is not a ListConfig"),
+    (SLURM, "submit.sbatch=[null]", "submit.sbatch[0]: Invalid type assigned: NoneType"),
+    (SLURM, "submit.python=null", "'submit.python' is not Optional"),
+    (SLURM, "submit.setup=echo", "submit.setup: Invalid value assigned: str is not a ListConfig"),
+    (SLURM, "submit.ray.head_args=--foo", "submit.ray.head_args: Invalid value assigned: str is not a ListConfig"),
+    (SLURM, "submit.ray.worker_args=--foo", "submit.ray.worker_args: Invalid value assigned: str is not a ListConfig"),
+    (SLURM, "submit.cpus_per_node=abc", "submit.cpus_per_node: Value 'abc'"),
+    (SLURM, "submit.exclusive=maybe", "submit.exclusive: Value 'maybe' is not a valid bool"),
+    (SLURM, "submit.ray=null", "'submit.ray' is not Optional"),
+    (RAY_JOB, "submit.address=null", "'submit.address' is not Optional"),
+    (GPU35, "launch_checks={stack: maybe}", "launch_checks.stack: Value 'maybe' is not a valid bool"),
+    (GPU35, "launch_checks.devices=maybe", "launch_checks.devices: Value 'maybe' is not a valid bool"),
+]
+
+
+@pytest.mark.parametrize(("base", "override", "named"), SCHEMA_REFUSED)
+def test_wrong_types_of_our_nodes_are_refused_while_composing(base, override, named):
+    with pytest.raises(UserError) as refused:
+        compose([*base, override])
+    assert named in str(refused.value)
 
 
 SECRET_VALUE = "hf_Q9x7SECRETVALUE"
@@ -275,12 +290,17 @@ def test_usable_submit_values_pass(base, override):
 
 
 @pytest.mark.parametrize(
-    "override", ["submit.ray.wait_timeout=abc", "submit.time='$(touch pwned)'", "submit.python=null"]
+    ("override", "refused"),
+    [
+        ("submit.ray.wait_timeout=abc", "verl-qwen35: error: "),  # by the schema, while composing
+        ("submit.python=null", "verl-qwen35: error: "),
+        ("submit.time='$(touch pwned)'", "verdict    REFUSED"),  # by the preflight's value rules
+    ],
 )
-def test_refused_submit_writes_no_script_and_no_launch_file(tmp_path, override):
+def test_refused_submit_writes_no_script_and_no_launch_file(tmp_path, override, refused):
     run = verl_qwen35(tmp_path, *SLURM, "dry_run=true", "hydra.run.dir=run", override)
     assert run.returncode == 2 and "Traceback" not in run.stderr
-    assert "[submit." in run.stderr and "verdict    REFUSED" in run.stderr
+    assert override.split("=")[0] in run.stderr and refused in run.stderr
     assert not (tmp_path / "run" / "job.sbatch").exists() and not (tmp_path / "run" / "launch.yaml").exists()
     assert not (tmp_path / "pwned").exists()
 
@@ -330,11 +350,10 @@ def test_launch_device_check_names_an_unusable_ray_setting(device, override, ray
     assert len(found) == 1 and named in found[0], found
 
 
-@pytest.mark.parametrize("value", ["abc", "{stack: maybe}", "{devices: 1}"])
-def test_launch_checks_values_are_checked(value):
+def test_launch_checks_that_are_not_a_section_are_checked():
     from verl_qwen35.run.machine import launch_problems
 
-    cfg = resolved([*GPU35, f"launch_checks={value}"])
+    cfg = resolved([*GPU35, "launch_checks=abc"])
     found = [str(p) for p in launch_problems(cfg)]
     assert len(found) == 1 and "[launch_checks]" in found[0], found
 
@@ -348,18 +367,22 @@ def test_slurm_run_dir_an_sbatch_line_cannot_carry_exits_2_writing_no_script(tmp
 @pytest.mark.parametrize(
     "argv",
     [
-        ["verl_qwen35.cli.plan", *GPU35, "--top", "20", "--format", "json"],
-        ["verl_qwen35.model.memory", *GPU35, "--format", "json"],
-        ["verl_qwen35.cli.doctor", "device=gpu", "--format", "json"],
+        ["plan", *GPU35, "--top", "20", "--format", "json"],
+        ["estimate", *GPU35, "--format", "json"],
+        ["doctor", "device=gpu", "--format", "json"],
     ],
 )
 def test_output_into_a_closed_pipe_ends_quietly(argv, tmp_path):
     """`... | head -1`: the reader goes away after one line; no BrokenPipeError traceback."""
     environ = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     with subprocess.Popen(
-        [sys.executable, "-m", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environ, cwd=tmp_path
+        [sys.executable, "-m", "verl_qwen35", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environ,
+        cwd=tmp_path,
     ) as proc:
-        proc.stdout.readline()
+        assert proc.stdout.readline()  # the command did print
         proc.stdout.close()
         err = proc.stderr.read().decode()
         code = proc.wait()

@@ -18,6 +18,9 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from verl_qwen35.cli import main as entrypoint
+from verl_qwen35.config.resolvers import register_resolvers
+from verl_qwen35.config.schema import register_schema
+from verl_qwen35.config.sources import register_sources
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir
 from verl_qwen35.run import sweep
@@ -129,7 +132,9 @@ def test_first_reason_is_the_short_key_and_message_of_the_first_error():
 def test_table_aligns_columns_and_cuts_long_reasons():
     rows = [{"job": 0, "reason": "r" * 30}, {"job": 10, "reason": "short"}]
     lines = table(rows, reason_width=12).splitlines()
-    assert lines == ["job  reason", "---  ------------", "0    rrrrrrrrrrrr", "10   short"]
+    assert lines[0].split() == ["job", "reason"] and set(lines[1]) == {"-", " "}
+    start = lines[0].index("reason")  # every cell starts under its header
+    assert [(line[:start].strip(), line[start:]) for line in lines[2:]] == [("0", "r" * 12), ("10", "short")]
     assert table([]) == "(no jobs)"
 
 
@@ -210,14 +215,16 @@ def sweep_job(monkeypatch):
     loads it (hydra/_internal/core_plugins/basic_launcher.py: load_sweep_config, then job.num)."""
     monkeypatch.setattr(HydraConfig.instance(), "cfg", HydraConfig.instance().cfg)  # restored after the case
     monkeypatch.setattr(sweep, "_ACTIVE", None)
+    register_resolvers()  # what the command registers before Hydra composes
+    register_schema()
+    register_sources()
 
     def enter(num: int, *overrides: str, sweep_dir: Path) -> tuple[DictConfig, DictConfig]:
         with initialize_config_dir(str(conf_dir()), version_base=None, job_name="verl_qwen35"):
             hydra = GlobalHydra.instance().hydra
-            # As the entrypoint hands them to Hydra (implicit choices such as verl_schema added), and `-m`
+            # As the command hands them to Hydra (implicit choices such as verl_schema added), and `-m`
             # as Hydra adds it (hydra/_internal/utils.py: _run_hydra).
-            line = entrypoint.prepare([*overrides, f"hydra.sweep.dir={sweep_dir}"], announce=False)
-            lines = [*line.argv(), "hydra.mode=MULTIRUN"]
+            lines = [*entrypoint.with_implicit([*overrides, f"hydra.sweep.dir={sweep_dir}"]), "hydra.mode=MULTIRUN"]
             master = hydra.compose_config("config", lines, run_mode=RunMode.MULTIRUN)
             job = hydra.config_loader.load_sweep_config(master, sweep.planned_jobs(master)[num])
         with open_dict(job):
@@ -247,7 +254,12 @@ def test_the_planned_jobs_are_the_jobs_the_sweep_runs_interpolations_unresolved(
 def test_sweeper_params_are_planned_resolved_as_hydra_instantiates_the_sweeper(sweep_job, multirun, tmp_path, capsys):
     """`hydra.sweeper.params` (a config file's sweep) reach the sweeper resolved against the sweep's config
     (hydra/core/plugins.py instantiate_sweeper), unlike command-line sweeps, which each job resolves."""
-    overrides = ("model=35b", "device=gpu", "parallel.tp=2,4", "hydra.sweeper.params={parallel.ep:'1,${parallel.tp}'}")
+    overrides = (
+        "model=35b",
+        "device=gpu",
+        "parallel.tp=2,4",
+        "++hydra.sweeper.params={parallel.ep:'1,${parallel.tp}'}",
+    )
     master, _ = sweep_job(0, *overrides, "dry_run=true", sweep_dir=tmp_path / "sweep")
     planned = sweep.planned_jobs(master)
     multirun(*overrides, capsys=capsys)
@@ -410,8 +422,8 @@ def test_a_verdict_without_a_status_is_ok_when_valid_else_refused(tmp_path):
 
 
 def test_the_table_cuts_cells_at_100_characters_by_default():
-    (_, _, row) = table([{"job": 0, "reason": "r" * 150}]).splitlines()
-    assert row == "0    " + "r" * 100
+    (head, _, row) = table([{"job": 0, "reason": "r" * 150}]).splitlines()
+    assert row[head.index("reason") :] == "r" * 100
 
 
 def test_a_sweep_with_no_verdicts_writes_no_summary(tmp_path, capsys):

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from verl_qwen35.config.errors import explain
+from verl_qwen35.config.prewrite import Refused
 from verl_qwen35.errors import UserError
 
 PROG = "verl-qwen35"
@@ -29,13 +30,19 @@ def answered(
             on_interrupt()
         print(f"\n{prog}: interrupted", file=sys.stderr)
         sys.exit(130)
+    except Refused as refused:  # raised by a pre-write check inside Hydra's callback
+        _answer(refused.error, prog, full_error)
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(141)  # 128 + SIGPIPE, as a shell tool killed by the closed pipe
     except Exception as err:
-        message = explain(err)
-        if message is None or (full_error and not isinstance(err, UserError)):
-            raise
-        print(f"{prog}: error: {message}", file=sys.stderr)
-        sys.exit(2)
+        _answer(err, prog, full_error)
+
+
+def _answer(err: Exception, prog: str, full_error: bool) -> None:
+    message = explain(err)
+    if message is None or (full_error and not isinstance(err, UserError)):
+        raise err
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    sys.exit(2)

@@ -5,17 +5,23 @@ anything else is Hydra's command line for the run itself. The checks that must p
 writes `.hydra/` run in Hydra's own callback (conf/config.yaml, `compose/prewrite.py`).
 """
 
+import itertools
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import hydra
+from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig
+from omegaconf.errors import InterpolationResolutionError
 
 from verl_qwen35.cli import data, diff, doctor, estimate, help, plan, relaunch
-from verl_qwen35.cli.answers import answered
+from verl_qwen35.cli.answers import PROG, answered
+from verl_qwen35.config import compose
 from verl_qwen35.config.choices import implicit_overrides
+from verl_qwen35.config.errors import resolve_naming_key
+from verl_qwen35.config.prewrite import check_before_writing
 from verl_qwen35.config.resolvers import register_resolvers
 from verl_qwen35.config.schema import register_schema
 from verl_qwen35.config.sources import register_sources
@@ -70,20 +76,56 @@ def with_implicit(argv: list[str]) -> list[str]:
     """argv with `device` and `verl_schema` filled in when not given, beside the user's own overrides.
 
     Hydra's command line (argparse) takes its overrides as one run of arguments, before or after the
-    flags; the filled-in ones join that run: before the first override, or at the end when none."""
+    flags; the filled-in ones join that run: before the first override, or before the flags when none
+    (at the end, a flag with an optional value, `--info`, would take them for its value)."""
     added = implicit_overrides(argv)
+    first = _first_override(argv)
+    if first == len(argv):
+        return [*added, *argv]
+    return [*argv[:first], *added, *argv[first:]]
+
+
+def _first_override(argv: list[str]) -> int:
     after_value_flag = {i + 1 for i, arg in enumerate(argv) if arg in ("-sc", "--shell-completion")}
-    first = next(
+    return next(
         (i for i, arg in enumerate(argv) if "=" in arg and not arg.startswith("-") and i not in after_value_flag),
         len(argv),
     )
-    return [*argv[:first], *added, *argv[first:]]
+
+
+def overrides_of(argv: list[str]) -> list[str]:
+    """The run of overrides in argv, as Hydra's argparse reads them."""
+    return list(itertools.takewhile(lambda arg: not arg.startswith("-"), argv[_first_override(argv) :]))
+
+
+def run_hydra(argv: list[str]) -> None:
+    """Hydra's own command line over argv, with the filled-in choices.
+
+    Where composition fails before Hydra's callback runs the pre-write checks (`data=null` is refused by
+    Hydra's defaults list, `model=mine` without `parallel/mine_gpu.yaml` is a missing file), the same
+    checks name the fault if they can; anything else is raised as it was, for `answered` to explain."""
+    sys.argv = [sys.argv[0], *with_implicit(argv)]
+    with hydra_errors_raised():
+        try:
+            hydra_main()
+        except InterpolationResolutionError as err:
+            if getattr(err, "full_key", None) or "--resolve" not in argv:
+                raise
+            # `--cfg job --resolve`: Hydra resolves the whole config at once, and OmegaConf names no key.
+            resolve_naming_key(compose(overrides_of(argv), help.config_dirs(argv)))
+            raise
+        except (ValueError, ConfigCompositionException):  # OmegaConf's errors are ValueErrors too: after theirs
+            check_before_writing(overrides_of(sys.argv[1:]), help.config_dirs(argv), None)
+            raise
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in SUBCOMMANDS:
-        return SUBCOMMANDS[argv[0]][0](argv[1:])
+        with answered(f"{PROG} {argv[0]}"):
+            code = SUBCOMMANDS[argv[0]][0](argv[1:])
+            sys.stdout.flush()  # a closed pipe (`| head`) is answered here, not at the interpreter's exit
+        return code
     register_resolvers()
     register_schema()
     register_sources()
@@ -95,9 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     with answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=interrupted):
         for directory in help.config_dirs(argv):
             check_config_dir(directory)  # YAML syntax and size limits, before Hydra parses any of it
-        sys.argv = [sys.argv[0], *with_implicit(argv)]
-        with hydra_errors_raised():
-            hydra_main()
+        run_hydra(argv)
     return 0
 
 

@@ -30,6 +30,14 @@ from verl_qwen35.errors import UserError
 GRAMMAR = "https://hydra.cc/docs/advanced/override_grammar/basic/"
 
 
+def unparsable(line: str, why: str) -> str:
+    """An override Hydra's grammar cannot read, named with what to do."""
+    hint = "quote the value: 'key=\"a value\"'" if any(c in line for c in " []{}()'\"") else ""
+    if any(ord(c) > 127 for c in line):
+        hint = "quote a value with non-ASCII characters: 'key=\"välue\"'"
+    return f"cannot parse the override `{line}` ({why}); {hint + '; ' if hint else ''}see {GRAMMAR}"
+
+
 def did_you_mean(cause: ConfigAttributeError | ConfigKeyError, value: object = None) -> str:
     """`Key 'x' is not in struct` as: no such key, the closest existing ones, and the `parallel.*` shorthand."""
     parent = cause.parent_node
@@ -110,10 +118,7 @@ def explain(err: BaseException) -> str | None:
     if isinstance(err, UserError):
         return str(err)
     if isinstance(err, OverrideParseException):
-        first = str(err).splitlines()[0]
-        return (
-            f"cannot parse the overrides: {first}. Quote values holding spaces or brackets: 'key=\"value\"' ({GRAMMAR})"
-        )
+        return unparsable(err.override, str(err).splitlines()[0])
     if isinstance(err, yaml.YAMLError):
         return _yaml_message(err)
     if isinstance(err, MissingConfigException):  # before its base class, ConfigCompositionException

@@ -4,7 +4,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import Override
 from hydra.errors import HydraException, OverrideParseException
 
-from verl_qwen35.config.errors import GRAMMAR
+from verl_qwen35.config.errors import unparsable
 from verl_qwen35.errors import UserError
 
 
@@ -19,11 +19,5 @@ def parse_overrides(lines: list[str]) -> list[Override]:
         try:
             parser.parse_override(line)
         except HydraException as err:  # parse_override raises the base class
-            why = str(err).splitlines()[0]
-            hint = "quote the value: 'key=\"a value\"'" if any(c in line for c in " []{}()'\"") else ""
-            if any(ord(c) > 127 for c in line):
-                hint = "quote a value with non-ASCII characters: 'key=\"välue\"'"
-            raise UserError(
-                f"cannot parse the override `{line}` ({why}); {hint + '; ' if hint else ''}see {GRAMMAR}"
-            ) from None
+            raise UserError(unparsable(line, str(err).splitlines()[0])) from None
     raise AssertionError("unreachable: the batch failed but every override parsed")

@@ -14,10 +14,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.config.choices import check_choices
 from verl_qwen35.config.overrides import parse_overrides
+from verl_qwen35.config.schema import NODES
 from verl_qwen35.config.secrets import ADVICE, check_overrides, config_findings
 from verl_qwen35.config.sections import TOP_LEVEL
 from verl_qwen35.config.user_conf import check_config_dirs
 from verl_qwen35.errors import UserError
+from verl_qwen35.installed import conf_dir
 
 
 def check_before_writing(overrides: Sequence[str], config_dirs: Sequence[Path], job: DictConfig | None) -> None:
@@ -34,8 +36,26 @@ def check_before_writing(overrides: Sequence[str], config_dirs: Sequence[Path], 
                 f"read; set keys inside it instead ({override.key_or_group}.KEY=VALUE)"
             )
     if job is not None:
+        missing_values(job)
         for key, why in config_findings(job):
             raise UserError(f"{key}: {why}; refused before anything was written. Instead, {ADVICE}.")
+
+
+def missing_values(job: DictConfig) -> None:
+    """The schema's mandatory keys (`parallel.nnodes`, the model facts, ...) that no preset or override set:
+    OmegaConf composes `???` and would only fail at the first read, naming a verl key that interpolates it."""
+    for node in NODES:
+        if not OmegaConf.is_dict(job.get(node)):
+            continue
+        raw = OmegaConf.to_container(job[node], resolve=False)  # `???` kept as written, nothing resolved
+        if missing := sorted(key for key, value in raw.items() if value == "???"):
+            keys = ", ".join(f"{node}.{key}" for key in missing)
+            where = f"your {node}/<name>.yaml" if (conf_dir() / node).is_dir() else "a preset"
+            one = len(missing) == 1
+            raise UserError(
+                f"{keys} {'is' if one else 'are'} missing: mandatory in the {node} schema (no default); set "
+                f"{'it' if one else 'them'} in {where} or on the command line ({node}.{missing[0]}=VALUE)"
+            )
 
 
 def user_config_dirs(config: DictConfig) -> list[Path]:
@@ -52,12 +72,37 @@ def without_hydra(config: DictConfig) -> DictConfig:
     return job
 
 
+class Refused(BaseException):
+    """What a pre-write check raised, on its way out of Hydra's callback.
+
+    Hydra turns an `Exception` raised by a callback into a warning and goes on with the run
+    (`Callbacks._notify`), which would write `.hydra/` anyway; a `BaseException` passes through it,
+    and the command's `answered` unwraps it: a user mistake is one message and exit 2, a bug its traceback."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class PrewriteChecks(Callback):
     """conf/config.yaml's `hydra.callbacks`: the checks above, before Hydra makes a run or sweep directory."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        check_before_writing(config.hydra.overrides.task, user_config_dirs(config), without_hydra(config))
+        try:
+            check_before_writing(command_line(config), user_config_dirs(config), without_hydra(config))
+        except Exception as err:
+            raise Refused(err) from err
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # Each job's own config is composed later, job by job; the overrides hold every swept value.
-        check_before_writing(config.hydra.overrides.task, user_config_dirs(config), None)
+        try:
+            check_before_writing(command_line(config), user_config_dirs(config), None)
+        except Exception as err:
+            raise Refused(err) from err
+
+
+def command_line(config: DictConfig) -> list[str]:
+    """Every override of the command line: `hydra.*` ones too (`hydra.job.env_set.X` lands in .hydra/hydra.yaml)."""
+    given = OmegaConf.to_container(config.hydra.overrides, resolve=False)  # as typed: `x=${oc.env:Y}` unresolved
+    assert isinstance(given, dict)
+    return [*given["hydra"], *given["task"]]

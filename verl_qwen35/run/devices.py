@@ -77,6 +77,8 @@ def _address_source(cfg: DictConfig) -> str:
     """Where the address came from, so the message names what to change."""
     if _ray_init(cfg).get("address"):
         return f"{RAY_INIT}.address={_ray_init(cfg)['address']}"
+    if os.environ.get("RAY_ADDRESS") == "local":
+        return "from your shell's RAY_ADDRESS=local: a new local Ray with this machine's devices"
     if os.environ.get("RAY_ADDRESS"):
         return f"from your shell's RAY_ADDRESS={os.environ['RAY_ADDRESS']}; unset it or export RAY_ADDRESS=local"
     return "RAY_ADDRESS unset: a running `ray start` on this machine, else a new local Ray"

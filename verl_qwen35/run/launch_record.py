@@ -115,5 +115,10 @@ def typed(cfg: DictConfig, path: Path) -> DictConfig:
             where = getattr(err, "full_key", None) or name
             reason = str(err).splitlines()[0]
             raise UserError(f"{path}: {name}.{where.removeprefix(name + '.')}: {reason}") from None
+        raw = OmegaConf.to_container(node, resolve=False)
+        if lacking := [f"{name}.{key}" for key, value in raw.items() if value == "???"]:  # a mandatory key cut
+            raise UserError(
+                f"{path}: the recorded config lacks {', '.join(lacking)}; launch again to write a whole one"
+            )
         cfg[name] = node
     return cfg

@@ -210,11 +210,12 @@ def planned_jobs(config: DictConfig) -> list[list[str]]:
     params = OmegaConf.to_container(config.hydra.sweeper, resolve=True).get("params") or {}
     task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
     lines = [f"{k}={v}" for k, v in params.items()] + task
-    choices = [
-        [f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()] if o.is_sweep_override() else [o.input_line]
-        for o in OverridesParser.create().parse_overrides(lines)
-    ]
-    return [list(job) for job in itertools.product(*choices)]
+    choices: dict[str, list[str]] = {}  # one entry per key, a later override of a key in its place, as the sweeper
+    for o in OverridesParser.create().parse_overrides(lines):
+        key = o.get_key_element()
+        swept = o.sweep_string_iterator() if o.is_sweep_override() else [o.get_value_element_as_str()]
+        choices[key] = [f"{key}={v}" for v in swept]
+    return [list(job) for job in itertools.product(*choices.values())]
 
 
 def interrupted() -> None:
