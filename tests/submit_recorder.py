@@ -1,8 +1,8 @@
 """`python -m tests.submit_recorder -m MODULE ARGS...`: `python -m MODULE ARGS...`, recording a relaunch.
 
 The submission tests point `submit.python` at a wrapper running this, so the cluster side
-runs our real `verl_qwen35.relaunch` and verl's real `main_ppo.main`, with only verl's task
-runner replaced by the recording one of tests/test_forwarding.py (record: one JSON line in
+runs our real `verl_qwen35 relaunch` and verl's real `main_ppo.main`, with only verl's task
+runner replaced by the recording one of tests/system/test_forwarding.py (record: one JSON line in
 $RECORD_TO). The Ray address verl's `ray.init` connected to is recorded too, in
 $RECORD_TO.ray_init, so a test can tell the submitted cluster from a stray local Ray.
 """
@@ -18,7 +18,7 @@ def install_recorder(out: Path) -> None:
     import ray
     from verl.trainer import main_ppo
 
-    from tests.test_forwarding import recording_runner
+    from tests.system.test_forwarding import recording_runner
 
     if hasattr(main_ppo, "TaskRunnerV1"):  # verl 0.9, as the forwarding fixture does
         main_ppo.TaskRunnerV1 = ray.remote(recording_runner(out, validate_in_worker=False))

@@ -2,15 +2,16 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
-from ray._private.services import canonicalize_bootstrap_address
 
 from tests.ray_head import separate_ray_head
 from tests.tiny_data import write_geo3k_stub
@@ -23,7 +24,7 @@ from verl_qwen35.run.stack import cann_version, check, satisfies, torch_cuda
 
 
 def test_doctor_here_exits_2_naming_vllm_and_torch_npu():
-    run = subprocess.run([sys.executable, "-m", "verl_qwen35.cli.doctor", "device=npu"], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "verl_qwen35", "doctor", "device=npu"], capture_output=True, text=True)
     assert run.returncode == 2, run.stdout + run.stderr
     failing = [line for line in run.stdout.splitlines() if "FAIL" in line]
     assert any(line.startswith("vLLM ") for line in failing)
@@ -115,17 +116,28 @@ def launch(tmp_path: Path, env: dict[str, str], *overrides: str) -> subprocess.C
     )
 
 
-def test_gpu_preset_on_this_machine_is_refused_before_ray_starts(tmp_path):
-    ray_dir = tmp_path / "r"
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A directory with a short path: Ray's session sockets under it must stay within AF_UNIX's 107 bytes."""
+    path = Path(tempfile.mkdtemp(prefix="r", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_gpu_preset_on_this_machine_is_refused_before_verl_runs(tmp_path, short_dir):
+    ray_dir = short_dir / "r"
     temp_dir = f"+ray_kwargs.ray_init._temp_dir={ray_dir}"  # where verl's local Ray would write its session
     run = launch(tmp_path, {"RAY_ADDRESS": "local"}, "device=gpu", "model=35b", temp_dir)
     assert run.returncode == 2, run.stdout + run.stderr
     assert "Traceback" not in run.stderr
-    assert "1 node(s) x 8 GPUs = 8" in run.stderr and "0 GPU(s)" in run.stderr
-    assert "ray start --head --port=6379 --num-gpus=8" in run.stderr
+    (devices,) = [line for line in run.stderr.splitlines() if "GPUs per node" in line] or [run.stderr]
+    assert "the Ray cluster (from your shell's RAY_ADDRESS=local: a new local Ray" in devices
+    assert "GPUs per node [0] (0 in total" in devices and "1 node(s) x 8 GPUs = 8" in devices
+    assert "ray start --head --port=6379 --num-gpus=8" in devices
     assert "vLLM: not installed, required >=0.18.0" in run.stderr  # the stack check reports alongside
-    assert not ray_dir.exists(), "verl's ray.init must not have run"
-    assert not (tmp_path / "out" / "launch.yaml").exists()
+    # The check starts the local Ray verl's ray.init would, with the same ray_kwargs.ray_init (its _temp_dir).
+    assert any(ray_dir.glob("session_*")), "the devices were not counted by ray.init(**ray_kwargs.ray_init)"
+    assert "verdict    REFUSED" in run.stderr and not (tmp_path / "out" / "launch.yaml").exists()
 
 
 @pytest.fixture(scope="module")
@@ -145,11 +157,10 @@ def test_cluster_with_too_few_gpus_is_refused_with_numbers_and_the_fix(ray_head,
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     cfg = resolved("device=gpu", "model=35b", f"+ray_kwargs.ray_init.address={ray_head}")
     (problem,) = device_problems(cfg, "gpu")
-    address = canonicalize_bootstrap_address(ray_head)  # Ray names 127.0.0.1 by this host's address
-    assert f"the Ray cluster at {address} has GPUs per node [2]" in problem.message
-    assert "1 node(s) x 8 GPUs = 8" in problem.message
-    assert f"ray start --address={address} --num-gpus=8" in problem.message
-    assert "parallel.nnodes" in problem.keys[0]
+    assert f"the Ray cluster (ray_kwargs.ray_init.address={ray_head}) has GPUs per node [2]" in problem.message
+    assert "(2 in total, 0 node(s) with at least 8)" in problem.message and "1 node(s) x 8 GPUs = 8" in problem.message
+    assert "Add 1 node(s) with `ray start --address=<head ip>:6379 --num-gpus=8`" in problem.message
+    assert "parallel.nnodes" in problem.keys[0] and "parallel.devices_per_node" in problem.keys[1]
 
 
 def test_cluster_with_the_devices_passes(ray_head, monkeypatch):

@@ -4,7 +4,7 @@
 here, on nodes all named localhost, and record the steps. Everything else is real: bash
 runs the generated script, which starts a real Ray head (and a worker) on 127.0.0.1 with
 its own temp dir and free ports, waits for every device, and runs our real
-`python -m verl_qwen35.relaunch` through verl's real `main_ppo.main`, with only verl's task
+`python -m verl_qwen35 relaunch` through verl's real `main_ppo.main`, with only verl's task
 runner replaced by the recording one of test_forwarding.py (tests/submit_recorder.py).
 """
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from verl_qwen35.cli.main import SUBCOMMANDS
+
 REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "conf"
 
@@ -100,13 +102,30 @@ def test_wheel_holds_every_conf_file(wheel: Path) -> None:
     assert {"device", "model", "parallel", "tuning", "verl_schema", "submit"} <= groups
     missing = [f for f in conf_files if f"verl_qwen35/conf/{f}" not in names]
     assert not missing, f"conf files missing from {wheel.name}: {missing}"
-    modules = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "verl_qwen35").rglob("*.py"))
-    assert not [m for m in modules if m not in names]
-    assert "verl_qwen35/submit/job.sbatch" in names  # the body of every submit=slurm script
-    assert "hydra_plugins/verl_qwen35_sweeper/__init__.py" in names  # the sweeper conf/config.yaml selects
-    assert {"verl_qwen35/matrix/gpu.yaml", "verl_qwen35/matrix/npu.yaml"} <= names  # the doctor's version data
-    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
-    assert "verl-qwen35 = verl_qwen35.cli.main:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    package = [
+        p.relative_to(REPO).as_posix()
+        for p in (REPO / "verl_qwen35").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    ]
+    assert not [f for f in package if f not in names], "every module and data file of the package ships"
+    assert "verl_qwen35/run/submit/job.sbatch" in names  # the body of every submit=slurm script
+    assert {"verl_qwen35/data/matrix/gpu.yaml", "verl_qwen35/data/matrix/npu.yaml"} <= names  # the doctor's data
+    assert "verl_qwen35/data/upstream/megatron_core_0.16.json" in names  # megatron-core's fields, for the checks
+    assert not [n for n in names if n.startswith("hydra_plugins/")], "no Hydra plugin ships: Hydra's basic sweeper"
+    dist_info = next(n for n in names if n.endswith(".dist-info/METADATA")).rsplit("/", 1)[0]
+    entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
+    assert [line for line in entry_points.splitlines() if "=" in line] == ["verl-qwen35 = verl_qwen35.cli.main:entry"]
+    requires = [
+        line.split(":", 1)[1].strip()
+        for line in zipfile.ZipFile(wheel).read(f"{dist_info}/METADATA").decode().splitlines()
+        if line.startswith("Requires-Dist:") and "extra ==" not in line
+    ]
+    assert {r.split(">")[0].split("<")[0].split("=")[0].strip() for r in requires} == {
+        "hydra-core",
+        "omegaconf",
+        "packaging",
+        "tabulate",
+    }
 
 
 def test_installed_wheel_uses_its_own_conf(new_venv: tuple[Path, Path], outside: Path) -> None:
@@ -139,7 +158,7 @@ def test_console_script_runs(new_venv: tuple[Path, Path], outside: Path) -> None
     assert _DRY_RUN_OK.search(out), out
 
 
-def test_installed_wheel_sweeps_with_its_sweeper(new_venv: tuple[Path, Path], outside: Path) -> None:
+def test_installed_wheel_sweeps_with_hydras_basic_sweeper(new_venv: tuple[Path, Path], outside: Path) -> None:
     bin_dir, _ = new_venv
     sweep = outside / "wheel_sweep"
     out = _run(
@@ -157,7 +176,7 @@ def test_installed_wheel_sweeps_with_its_sweeper(new_venv: tuple[Path, Path], ou
         cwd=outside,
     ).stdout
     assert "sweep: 2 job(s), 2 valid, 0 refused" in out, out
-    assert "ComposeOnceSweeper" in (sweep / "multirun.yaml").read_text()
+    assert "_target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper" in (sweep / "multirun.yaml").read_text()
 
 
 # ---- The README's config-only install: no torch, Ray or vLLM, verl's YAML present -----------------
@@ -173,10 +192,21 @@ class Light:
 
 
 def _light_run(light: Light, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    command = args[0] if args[0].startswith("verl-qwen35") else "verl-qwen35"
-    rest = args[1:] if command == args[0] else args
+    """`verl-qwen35 ARGS` (the console script) in the config-only venv."""
     return subprocess.run(
-        [str(light.bin / command), *rest], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=120
+        [str(light.bin / "verl-qwen35"), *args], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=120
+    )
+
+
+def _light_module(light: Light, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python -m verl_qwen35 ARGS` in the config-only venv."""
+    return subprocess.run(
+        [str(light.bin / "python"), "-m", "verl_qwen35", *args],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -198,7 +228,7 @@ def light(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Light:
 def test_light_install_has_verl_configs_and_no_runtime(light: Light, outside: Path) -> None:
     listed = _run([sys.executable, "-m", "pip", "--python", light.bin / "python", "list", "--format=json"], cwd=outside)
     names = {p["name"].lower() for p in json.loads(listed.stdout)}
-    assert {"verl", "verl-qwen35", "hydra-core", "omegaconf"} <= names
+    assert {"verl", "verl-qwen35", "hydra-core", "omegaconf", "packaging", "tabulate"} <= names
     assert not names & _RUNTIME, f"a config-only install holds {names & _RUNTIME}"
     probe = _run([light.bin / "python", "-c", _PROBE], cwd=outside)
     assert (Path(json.loads(probe.stdout)["verl_config"]) / "ppo_trainer.yaml").is_file()
@@ -221,7 +251,7 @@ def test_light_install_dry_runs_prints_sweeps_and_diffs(light: Light, tmp_path: 
     assert printed.returncode == 0 and "devices_per_node: 16" in printed.stdout, printed.stderr
     sweep = _light_run(light, "-m", "device=npu,gpu", "model=35b", "dry_run=true", cwd=tmp_path)
     assert sweep.returncode == 0 and "2 valid, 0 refused" in sweep.stdout, sweep.stdout + sweep.stderr
-    diff = _light_run(light, "verl-qwen35-diff", "device=gpu model=122b", "device=npu model=122b", cwd=tmp_path)
+    diff = _light_run(light, "diff", "device=gpu model=122b", "device=npu model=122b", cwd=tmp_path)
     assert diff.returncode == 1 and "trainer.n_gpus_per_node" in diff.stdout, diff.stderr
     presets = _light_run(light, "--presets", cwd=tmp_path)
     assert presets.returncode == 0 and "122b_npu" in presets.stdout
@@ -257,45 +287,36 @@ def test_readme_config_only_command_is_the_one_tested_here() -> None:
     assert f"pip install -e . && {CONFIG_ONLY_VERL} && verl-qwen35 " in first and "dry_run=true" in first
 
 
-def test_light_install_runs_the_config_only_commands(light: Light, tmp_path: Path) -> None:
-    from verl_qwen35.cli.help import RELATED
+@pytest.mark.parametrize("subcommand", sorted(SUBCOMMANDS))
+def test_light_install_runs_every_subcommand_without_the_runtime(light: Light, tmp_path: Path, subcommand: str) -> None:
+    """Each subcommand imports and answers --help without torch, Ray or verl's runtime, in both forms."""
+    for done in (
+        _light_run(light, subcommand, "--help", cwd=tmp_path),
+        _light_module(light, subcommand, "--help", cwd=tmp_path),
+    ):
+        assert done.returncode == 0 and "Traceback" not in done.stderr, f"{subcommand}: {done.stderr}"
+        assert "usage:" in done.stdout, done.stdout
 
-    shipped = [r for r in RELATED if r.config_only and (REPO / (r.module.replace(".", "/") + ".py")).is_file()]
-    assert "verl_qwen35.review.diff" in {r.module for r in shipped}
-    for command in shipped:  # importable and runnable without torch, Ray or verl's runtime
-        done = subprocess.run(
-            [str(light.bin / "python"), "-m", command.module, "--help"],
-            cwd=tmp_path,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0 and "Traceback" not in done.stderr, f"{command.module}: {done.stderr}"
+
+def test_light_install_lists_every_subcommand_in_its_help(light: Light, tmp_path: Path) -> None:
+    done = _light_run(light, "--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [name for name in SUBCOMMANDS if f"verl-qwen35 {name} " not in done.stdout] == []
 
 
 def test_light_install_data_command_names_its_missing_client(light: Light, tmp_path: Path) -> None:
-    done = subprocess.run(
-        [str(light.bin / "python"), "-m", "verl_qwen35.data", "--out", str(tmp_path / "geo3k")],
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2 and "Traceback" not in done.stderr
+    done = _light_module(light, "data", "--out", str(tmp_path / "geo3k"), cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "huggingface_hub is not installed here: pip install huggingface_hub" in done.stderr
     assert not list((tmp_path / "geo3k").iterdir())
 
 
 def test_light_install_estimates_memory_and_plans_layouts(light: Light, tmp_path: Path) -> None:
-    def module(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [str(light.bin / "python"), "-m", *args]
-        return subprocess.run(command, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
-
-    estimate = module("verl_qwen35.model.memory", "device=gpu", "model=35b")
+    estimate = _light_module(light, "estimate", "device=gpu", "model=35b", cwd=tmp_path)
     assert estimate.returncode == 0, estimate.stderr
     assert estimate.stdout.startswith("params ") and "fits: yes" in estimate.stdout
-    layouts = module("verl_qwen35.cli.plan", "device=gpu", "model=35b", "--top", "2")
+    as_json = _light_run(light, "estimate", "device=gpu", "model=35b", "--json", cwd=tmp_path)
+    assert as_json.returncode == 0 and json.loads(as_json.stdout)["fits"] is True, as_json.stderr
+    layouts = _light_module(light, "plan", "device=gpu", "model=35b", "--top", "2", cwd=tmp_path)
     assert layouts.returncode == 0, layouts.stderr
     assert "\n1 " in layouts.stdout and "\ncurrent " in layouts.stdout

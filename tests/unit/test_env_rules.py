@@ -5,12 +5,15 @@ restored after the case whatever apply_env did to the driver's environment.
 """
 
 import os
+import re
 
 import pytest
 from omegaconf import open_dict
 
 from tests.environ import cleared
+from verl_qwen35.checks import preflight
 from verl_qwen35.config import compose
+from verl_qwen35.errors import UserError
 from verl_qwen35.run.environment import apply_env, effective_env, job_environment
 
 
@@ -67,7 +70,7 @@ def test_job_environment_restores_the_driver_environment_when_the_launch_raises(
     assert dict(os.environ) == before
 
 
-# Every word that marks a variable as secret, restated (environment.py SECRET_WORDS): alone after a
+# Every word that marks a variable as secret, restated (config/secrets.py SECRET_WORDS): alone after a
 # prefix, in lower and camel case; and with a path word after it, not secret.
 SECRET_WORDS = [
     *("KEY", "KEYS", "APIKEY", "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASS", "PAT"),
@@ -88,7 +91,7 @@ def test_each_secret_word_marks_a_variable_secret(word):
     assert not looks_secret(f"MY_{word}_MODE"), "a setting about a secret is not the secret"
 
 
-# environment.py SETTING_WORDS, restated: a last word that makes the name a setting about a secret.
+# config/secrets.py SETTING_WORDS, restated: a last word that makes the name a setting about a secret.
 @pytest.mark.parametrize(
     "word", ["MODE", "TYPE", "METHOD", "ENABLE", "ENABLED", "DISABLE", "DISABLED", "SOCK", "TIMEOUT"]
 )
@@ -139,35 +142,50 @@ def test_a_shell_secret_value_counts_from_ten_characters():
     assert shell_secrets({"MY_TOKEN": ten, "HF_TOKEN": nine}) == {"MY_TOKEN": ten}
 
 
-@pytest.mark.parametrize("env", [None, "x", [1]])
-def test_an_env_that_is_not_a_mapping_is_refused_naming_env(env):
-    from omegaconf import OmegaConf
-
-    from verl_qwen35.checks.env import env_problems
-
-    ((key, why),) = env_problems(OmegaConf.create({"env": env}))
-    assert key == "env" and why.startswith("env=") and "env holds `set` (NAME: value) and `unset`" in why, why
+def test_an_env_of_names_and_texts_composes_a_number_as_text():
+    cfg = compose(["model=35b", "+env.set.A=1", "env.unset=[b]"])
+    assert cfg.env.set.A == "1" and list(cfg.env.unset) == ["b"]
+    assert [p for p in preflight(cfg, machine_missing="warning") if any(k.startswith("env") for k in p.keys)] == []
 
 
+# The schema types env.set as NAME: text and env.unset as a list of names (config/schema.py Env).
 @pytest.mark.parametrize(
-    ("env", "key", "why"),
+    ("override", "key"),
     [
-        ({"set": "x", "unset": []}, "env.set", "env.set='x': a mapping NAME: value"),
-        ({"set": {"A": None}, "unset": []}, "env.set.A", "env.set.A=None: an environment variable needs a text"),
-        ({"set": {"A": {"b": 1}}, "unset": []}, "env.set.A", "env.set.A="),
-        ({"set": {}, "unset": "http_proxy"}, "env.unset", "env.unset='http_proxy': a list of variable names"),
-        ({"set": {}, "unset": [None]}, "env.unset", "a list of variable names"),
-        ({"set": {}, "unset": [["a"]]}, "env.unset", "a list of variable names"),
+        ("env=[1]", "env"),
+        ("env.set=x", "env.set"),
+        ("+env.set.A=null", "env.set.A"),
+        ("+env.set.A={b:1}", "env.set.A"),
+        ("env.unset=http_proxy", "env.unset"),
+        ("env.unset=[null]", "env.unset[0]"),
     ],
 )
-def test_each_malformed_part_of_env_is_refused_naming_its_key(env, key, why):
-    from omegaconf import OmegaConf
+def test_each_malformed_part_of_env_is_refused_while_composing_naming_its_key(override, key):
+    with pytest.raises(UserError, match=rf"^Error merging override {re.escape(override)} {re.escape(key)}: "):
+        compose(["model=35b", override])
 
-    from verl_qwen35.checks.env import env_problems
 
-    assert env_problems(OmegaConf.create({"env": {"set": {"A": 1}, "unset": ["b"]}})) == []
-    ((found_key, found_why),) = env_problems(OmegaConf.create({"env": env}))
-    assert found_key == key and why in found_why, found_why
+def test_a_list_inside_env_unset_is_refused_naming_its_element():
+    """Hydra merges `[[a]]` into list[str] unchecked (OmegaConf checks list elements on assignment only)."""
+    with pytest.raises(UserError, match=r"^env\.unset\[0\]: Cannot convert 'list' to string"):
+        compose(["model=35b", "env.unset=[[a]]"])
+
+
+def test_an_env_removed_is_refused_before_anything_is_written():
+    with pytest.raises(UserError, match=r"^env=null: removes the whole env section .*\(env\.KEY=VALUE\)$"):
+        compose(["model=35b", "env=null"])
+
+
+def test_an_env_replaced_by_a_value_is_refused_by_the_preflight_naming_env():
+    cfg = compose(["model=35b", "env=x"])
+    assert [(p.level, p.keys, p.message) for p in preflight(cfg, machine_missing="warning")] == [
+        (
+            "error",
+            ("env",),
+            "env='x': a section of keys that the checks and verl read; set keys inside it (env.KEY=VALUE) "
+            "instead of replacing it",
+        )
+    ]
 
 
 @pytest.mark.parametrize("env", [None, "x", {"set": "x"}, {"set": None}])

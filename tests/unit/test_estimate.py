@@ -118,27 +118,18 @@ def test_refusal_reaches_the_user_as_exit_2_without_traceback(tmp_path):
     assert "memory     train" in run.stdout  # the plan shows the estimate next to the refusal
 
 
-def test_estimate_command_prints_json_with_the_promised_keys():
-    run = subprocess.run(
-        [sys.executable, "-m", "verl_qwen35.model.memory", "device=npu", "model=122b", "--format", "json"],
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 0, run.stderr
-    data = json.loads(run.stdout)
+def test_estimate_command_prints_json_with_the_promised_keys(cli):
+    run = cli("estimate", "device=npu", "model=122b", "--format", "json")
+    assert run.code == 0, run.err
+    data = json.loads(run.out)
     for key in ("params_total", "params_active", "device_memory_gib", "train_gib", "rollout_gib", "fits"):
         assert key in data
     assert data["host_per_node_gib"] > 0 and data["fits"] is True and data["device_memory_gib"] == 64
 
 
-def test_estimate_command_exits_2_when_it_does_not_fit():
-    run = subprocess.run(
-        [sys.executable, "-m", "verl_qwen35.model.memory", "device=gpu", "model=122b", "parallel.nnodes=1"]
-        + ["parallel.pp=1"],
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 2 and "fits: NO" in run.stdout and "training needs" in run.stderr
+def test_estimate_command_exits_2_when_it_does_not_fit(cli):
+    run = cli("estimate", "device=gpu", "model=122b", "parallel.nnodes=1", "parallel.pp=1")
+    assert run.code == 2 and "fits: NO" in run.out and "training needs" in run.err
 
 
 # A tiny Qwen3.5-shaped model whose counts are worked out by hand below.
@@ -357,6 +348,6 @@ def test_a_log_prob_micro_batch_too_large_is_refused_naming_it():
 
 @pytest.mark.parametrize("module", ["verl_qwen35.model.memory", "verl_qwen35.checks.memory", "verl_qwen35.cli.plan"])
 def test_each_module_imports_first(module: str) -> None:
-    """estimate.py and checks/ import each other's modules: any of them may be the first one loaded."""
+    """The estimate, its checks and the plan command each import first, in a fresh interpreter (no import circle)."""
     done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -1,6 +1,6 @@
 """The launch install holds what verl imports at run time; a config-only install is told apart from it.
 
-tests/test_wheel.py builds a config-only venv and sees the refusal a user sees there; these
+tests/system/test_wheel.py builds a config-only venv and sees the refusal a user sees there; these
 check the other side, in this (launch + test) environment.
 """
 

@@ -56,7 +56,7 @@ def test_a_file_that_is_not_parquet_is_an_error(tmp_path):
 def test_a_missing_file_has_the_level_of_the_mode_and_the_prepare_command(tmp_path, level):
     found = data_problems(cfg_with(tmp_path, tmp_path / "no.parquet", tmp_path / "nope.parquet"), missing=level)
     assert [p.level for p in found] == [level, level]
-    assert f"python -m verl_qwen35.data --out {tmp_path}" in found[0].message
+    assert f"prepare it with: verl-qwen35 data --out {tmp_path}" in found[0].message
     # Only a warning says it is one because of where it runs (the same file may exist on the cluster).
     marked = found[0].message.endswith("[machine check: an error at launch and with dry_run=full]")
     assert marked == (level == "warning")

@@ -1,14 +1,14 @@
 """Boundary cases written from megatron-core 0.16.1's TransformerConfig, verl 0.9.1 and verl's Ascend docs:
 refused naming a key, or accepted; the same verdict from the fast preflight and the real validators."""
 
-import subprocess
-import sys
+import re
 import warnings
 
 import pytest
 
 from verl_qwen35.checks import device_of, preflight
 from verl_qwen35.config import compose
+from verl_qwen35.errors import UserError
 from verl_qwen35.validators.real import real_problems
 
 ADD = "+megatron.override_transformer_config"
@@ -16,14 +16,11 @@ M = "megatron.override_transformer_config"
 
 # (preset, overrides, a key the refusal must name)
 REFUSED = [
-    ("35b_gpu", ["parallel.vpp=2.5"], "parallel.vpp"),
     ("35b_gpu", ["actor_rollout_ref.rollout.n=2.5"], "rollout.n"),
-    ("35b_gpu", ["parallel.tp=two"], "parallel.tp"),
     ("35b_gpu", ["data.train_batch_size=abc"], "data.train_batch_size"),
     ("35b_gpu", ["data.train_batch_size=0"], "data.train_batch_size"),
     ("35b_gpu", ["actor_rollout_ref.actor.ppo_mini_batch_size=-4"], "ppo_mini_batch_size"),
     ("35b_gpu", ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=0.5"], "ppo_micro_batch_size_per_gpu"),
-    ("35b_gpu", ["parallel.pp=null"], "parallel.pp"),
     ("35b_gpu", [f"{M}.recompute_num_layers=null"], "recompute_num_layers"),
     ("35b_gpu", [f"{M}.recompute_method=null"], "recompute_method"),
     ("35b_gpu", [f"{M}.recompute_granularity=selective"], "recompute_num_layers"),
@@ -209,28 +206,41 @@ def test_real_validator_refusals_name_our_keys():
         assert "megatron.override_transformer_config.sequence_parallel" in problem.keys
 
 
+# Our typed nodes (config/schema.py): a wrong type or a null where none is allowed is refused while composing.
+SCHEMA_REFUSED = ["parallel.vpp=2.5", "parallel.tp=two", "parallel.pp=null", "parallel.nnodes=null"]
+
+
+@pytest.mark.parametrize("override", SCHEMA_REFUSED)
+def test_a_wrong_type_of_our_nodes_is_refused_while_composing_naming_the_key(override):
+    key = override.split("=")[0]
+    with pytest.raises(UserError, match=re.escape(key)):
+        _cfg("35b_gpu", [override])
+
+
+@pytest.mark.parametrize("override", SCHEMA_REFUSED)
+def test_a_wrong_type_of_our_nodes_exits_2_with_one_message(cli, override):
+    run = cli("model=35b", "device=gpu", override, "dry_run=true")
+    assert run.code == 2 and "Traceback" not in run.err, run.err
+    (message,) = [line for line in run.err.splitlines() if line.startswith("verl-qwen35: error:")]
+    assert override.split("=")[0] in message
+    assert not [line for line in run.err.splitlines() if line.startswith("ERROR")], "refused before any preflight"
+
+
 @pytest.mark.parametrize(
     "override",
     [
-        "parallel.vpp=2.5",
-        "parallel.tp=two",
         "data.train_batch_size=abc",
         "actor_rollout_ref.rollout.n=2.5",
         "parallel.pp=0",
-        "parallel.nnodes=null",
         "actor_rollout_ref.rollout.gpu_memory_utilization=abc",
         "megatron.override_transformer_config.recompute_num_layers=-1",
     ],
 )
-def test_bad_values_exit_2_without_traceback(override):
-    run = subprocess.run(
-        [sys.executable, "-m", "verl_qwen35", "model=35b", "device=gpu", override, "dry_run=true"],
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 2, run.stderr
-    assert "Traceback" not in run.stderr and override.split("=")[0] in run.stderr
-    assert len([line for line in run.stderr.splitlines() if line.startswith("ERROR")]) == 1, run.stderr
+def test_bad_values_exit_2_without_traceback(cli, override):
+    run = cli("model=35b", "device=gpu", override, "dry_run=true")
+    assert run.code == 2, run.err
+    assert "Traceback" not in run.err and override.split("=")[0] in run.err
+    assert len([line for line in run.err.splitlines() if line.startswith("ERROR")]) == 1, run.err
 
 
 @pytest.mark.parametrize(

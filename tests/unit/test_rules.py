@@ -2,13 +2,14 @@
 not only its key), and the accepting case at the boundary; numeric rules on both sides of it.
 
 Cases call the rule functions in-process on plain numbers or on one composed config (copied per
-case), so the whole file costs seconds; tests/test_preflight.py and test_override_rules.py check the
+case), so the whole file costs seconds; tests/integration/test_preflight.py and test_override_rules.py check the
 same rules through `preflight` on whole configs.
 """
 
 import copy
 import dataclasses
 import math
+import re
 from functools import cache
 
 import pytest
@@ -22,6 +23,7 @@ from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.submit import submit_problems
 from verl_qwen35.checks.transformer import ARCH_FIELDS, ARCH_SWITCHES, mtp_problems, transformer_problems
 from verl_qwen35.config import compose
+from verl_qwen35.errors import UserError
 from verl_qwen35.model.layout import Layout, divisors
 from verl_qwen35.model.pipeline import Split, chunk_layers, split_problems, stage_layers
 from verl_qwen35.run.devices import RESOURCE
@@ -41,6 +43,11 @@ def config(preset: str = "35b_gpu", **changes):
     for key, value in changes.items():
         OmegaConf.update(cfg, key, value, merge=False, force_add=True)
     return cfg
+
+
+def untyped(cfg):
+    """The same config without the schema's types, as `OmegaConf.load` reads a plain verl config or launch.yaml."""
+    return OmegaConf.create(OmegaConf.to_container(cfg))
 
 
 def errors(cfg) -> list[str]:
@@ -235,7 +242,25 @@ def test_each_integer_key_below_its_lowest_value_is_refused_and_the_lowest_passe
     assert _value_errors(**{key: lowest}) == []
 
 
-@pytest.mark.parametrize(("key", "nullable", "lowest"), INTEGER_KEYS, ids=[k for k, _, _ in INTEGER_KEYS])
+# The layout sizes are typed by the schema (config/schema.py Parallel): their types are refused while composing.
+TYPED_INTEGER_KEYS = [case for case in INTEGER_KEYS if case[0].startswith("parallel.")]
+VERL_INTEGER_KEYS = [case for case in INTEGER_KEYS if not case[0].startswith("parallel.")]
+
+
+@pytest.mark.parametrize(("key", "nullable", "lowest"), TYPED_INTEGER_KEYS, ids=[k for k, _, _ in TYPED_INTEGER_KEYS])
+def test_each_layout_size_refuses_a_fraction_a_flag_and_null_where_not_allowed_while_composing(key, nullable, lowest):
+    for value in (lowest + 1.5, float(lowest + 1), "true", "two"):
+        with pytest.raises(UserError, match=rf"{re.escape(key)}: .*could not be converted to Integer"):
+            compose([f"{key}={value}"])
+    assert OmegaConf.select(compose([f"{key}='{lowest + 1}'"]), key) == lowest + 1, "a quoted number is a number"
+    if nullable:
+        assert OmegaConf.select(compose([f"{key}=null"]), key) is None
+    else:
+        with pytest.raises(UserError, match=rf"{re.escape(key)}: field '{re.escape(key)}' is not Optional"):
+            compose([f"{key}=null"])
+
+
+@pytest.mark.parametrize(("key", "nullable", "lowest"), VERL_INTEGER_KEYS, ids=[k for k, _, _ in VERL_INTEGER_KEYS])
 def test_each_integer_key_refuses_a_fraction_and_null_only_where_null_is_not_allowed(key, nullable, lowest):
     (problem,) = _value_errors(**{key: lowest + 1.5})
     assert f"={lowest + 1.5!r} is of type float; it must be a whole number" in problem.message
@@ -675,8 +700,8 @@ def test_the_plans_memory_lines_show_each_phase_or_why_there_is_no_estimate():
     assert host.startswith(f"host       {e.host_per_node_gib:.1f} GiB of ") and host.endswith("fits: yes")
     uneven = config(**{"actor_rollout_ref.actor.megatron.expert_model_parallel_size": 3})
     assert memory_lines(uneven) == ["memory     (no estimate: the parallel.* layout does not split evenly)"]
-    (unusable,) = memory_lines(config(**{DEVICE_CAP: None}))
-    assert unusable.startswith(f"memory     (no estimate: ERROR   [{DEVICE_CAP}] {DEVICE_CAP} is null")
+    (unusable,) = memory_lines(config(**{DEVICE_CAP: 0.0}))  # typed a float by the schema; a value rule refuses 0
+    assert unusable == f"memory     (no estimate: ERROR   [{DEVICE_CAP}] {DEVICE_CAP}=0.0: must be a number > 0)"
     assert (memory_column(config()), memory_column(uneven)) == (f"{e.train_gib:.0f}/{e.rollout_gib:.0f} of 80", "")
 
 
@@ -1248,7 +1273,8 @@ def test_greedy_validation_needs_no_temperature_and_sampling_does():
 def test_mtp_enabled_on_a_model_without_mtp_layers_is_refused_however_the_count_is_missing(facts):
     """preflight reads model.mtp_num_layers (absent, null and 0 all mean none) before MTP is judged."""
     cfg = config(**{"actor_rollout_ref.model.mtp.enable": True})
-    if facts == "absent":
+    if facts == "absent":  # a config read from a file, without the schema's default (null)
+        cfg = untyped(cfg)
         with open_dict(cfg):
             del cfg.model["mtp_num_layers"]
     else:
@@ -1309,7 +1335,7 @@ def test_a_config_without_hardware_or_model_facts_has_no_memory_inputs_to_judge(
     from verl_qwen35.checks.memory import input_problems
 
     for section in ("hardware", "model"):
-        cfg = config(**{DEVICE_CAP: "lots"})  # an unusable capacity, refused while it is read
+        cfg = untyped(config(**{DEVICE_CAP: -1.0}))  # an unusable capacity, refused while it is read
         assert input_problems(cfg) != []
         with open_dict(cfg):
             if section == "hardware":
@@ -1365,7 +1391,7 @@ DASHBOARD = "e.g. submit.address=http://head:8265 (the head's dashboard, `ray st
         ("https://head", None),
         ("http://head:65535", None),
         ("http://head:1", None),
-        (5, "must be the Ray dashboard's URL"),
+        (5, "not an http:// or https:// URL with a host and port"),  # the schema types it a string: '5'
         ("", "must be the Ray dashboard's URL"),
         ("http://he ad:8265", "must be the Ray dashboard's URL"),
         ("http://head:8265\t", "must be the Ray dashboard's URL"),
@@ -1384,7 +1410,7 @@ def test_the_ray_job_address_is_a_dashboard_url_with_its_exact_reason(address, r
         assert found == []
     else:
         sep = ", " if reason.startswith("must") else "; "
-        assert found == [(("submit.address",), f"submit.address={address!r}: {reason}{sep}{DASHBOARD}")]
+        assert found == [(("submit.address",), f"submit.address={str(address)!r}: {reason}{sep}{DASHBOARD}")]
 
 
 @pytest.mark.parametrize("found", ["not installed", "unparsable"])
@@ -1600,6 +1626,7 @@ def test_the_megatron_core_version_the_rules_follow(found, mcore, said, tmp_path
     """importlib.metadata's answer; none (not installed) or an unreadable one: the Ascend image's 0.16."""
     from importlib.metadata import PackageNotFoundError
 
+    from verl_qwen35 import installed
     from verl_qwen35.checks import megatron_keys
 
     if found is None:
@@ -1607,15 +1634,15 @@ def test_the_megatron_core_version_the_rules_follow(found, mcore, said, tmp_path
         def version(name: str) -> str:
             raise PackageNotFoundError(name)
 
-        monkeypatch.setattr(megatron_keys, "version", version)
+        monkeypatch.setattr(installed, "version", version)
     else:
         _fake_distribution(tmp_path, monkeypatch, "megatron-core", found)
-    megatron_keys.installed_mcore.cache_clear()
+    installed.installed_mcore.cache_clear()
     try:
-        assert megatron_keys.installed_mcore() == mcore
+        assert installed.installed_mcore() == mcore
         assert megatron_keys.mcore_in_use() == (mcore or (0, 16), said)
     finally:
-        megatron_keys.installed_mcore.cache_clear()
+        installed.installed_mcore.cache_clear()
 
 
 def test_ddp_overrides_are_named_where_the_user_sets_them():
@@ -1742,25 +1769,21 @@ INTEGER_BETWEEN = "must be an integer between 1 and 65535"
             [("submit.setup[0]", "must not hold a line break or another control character")],
         ),
         ("submit.setup", ["echo $HOME; module load x"], []),  # shell lines, by design
-        ("submit.setup", "echo", [("submit.setup", "must be a list, e.g. submit.setup=[a,b] (or [] for none)")]),
-        ("submit.python", 5, [("submit.python", "must be a non-empty string")]),
-        ("submit.time", 0, [("submit.time", "use Slurm's --time format, e.g. 90, 4:00:00 or 2-00:00:00")]),
+        ("submit.python", "", [("submit.python", "must be a non-empty string")]),
+        ("submit.python", "uv run python", []),
+        ("submit.time", "4h", [("submit.time", "use Slurm's --time format, e.g. 90, 4:00:00 or 2-00:00:00")]),
+        ("submit.time", 0, []),  # the schema types it text, '0': sbatch(1) reads a limit of zero as none
         ("submit.time", 1, []),
         ("submit.time", "4:00:00", []),
+        ("submit.time", "2-00:00:00", []),
+        ("submit.time", "UNLIMITED", []),
         ("submit.time", True, [("submit.time", "use Slurm's --time format, e.g. 90, 4:00:00 or 2-00:00:00")]),
         ("submit.cpus_per_node", 0, [("submit.cpus_per_node", "must be an integer >= 1")]),
         ("submit.cpus_per_node", 1, []),
-        ("submit.exclusive", "maybe", [("submit.exclusive", "must be true or false")]),
         ("submit.sbatch", ["qos=high"], [("submit.sbatch", "one sbatch option per entry, e.g. '--qos=high'")]),
         ("submit.sbatch", ["--constraint=a100&ib"], []),  # Slurm's constraint syntax: not a shell word
-        (
-            "submit.sbatch",
-            "--qos=high",
-            [("submit.sbatch", "must be a list, e.g. submit.sbatch=[a,b] (or [] for none)")],
-        ),
         ("submit.mounts", ["/data"], [("submit.mounts", "one host:container pair per entry, no comma")]),
         ("submit.mounts", ["/data:/data"], []),
-        ("submit.ray", None, [("submit.ray", "must be the mapping of conf/submit/slurm.yaml")]),
         *[
             (f"submit.ray.{name}", port, [] if ok else [(f"submit.ray.{name}", INTEGER_BETWEEN)])
             for name in ("port", "dashboard_port", "client_server_port")
@@ -1796,9 +1819,25 @@ def test_each_slurm_submit_value_is_judged_with_its_exact_reason(key, value, exp
             what = "sbatch" if key == "submit.sbatch" else "mounts"
             want.append((keys, f"submit.{what} entry {entry!r}: {reason}"))
         else:
-            shown = value[0] if keys[0].endswith("[0]") else value
+            shown = value[0] if keys[0].endswith("[0]") else OmegaConf.select(cfg, key)  # as the schema typed it
             want.append((keys, f"{keys[0]}={shown!r}: {reason}"))
     assert found == want
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [
+        ("submit.setup=echo", "submit.setup"),  # a list of shell lines
+        ("submit.sbatch='--qos=high'", "submit.sbatch"),  # a list of options
+        ("submit.exclusive=maybe", "submit.exclusive"),
+        ("submit.ray=null", "submit.ray"),
+        ("submit.ray.port=http", "submit.ray.port"),
+        ("submit.ray.wait_timeout=1.5", "submit.ray.wait_timeout"),
+    ],
+)
+def test_a_slurm_submit_value_of_the_wrong_type_is_refused_while_composing(override, key):
+    with pytest.raises(UserError, match=rf"^Error merging override {re.escape(override)} {re.escape(key)}: "):
+        compose(["model=35b", "device=gpu", "submit=slurm", override])
 
 
 def test_a_rollout_replica_that_does_not_divide_the_world_names_its_three_sizes():
@@ -1815,12 +1854,23 @@ def test_a_rollout_replica_that_does_not_divide_the_world_names_its_three_sizes(
     ]
 
 
-def test_the_packing_rules_read_the_installed_megatron_core():
-    """sequences.megatron_core_version is megatron_keys.installed_mcore (package metadata, no import)."""
-    from verl_qwen35.checks.sequences import megatron_core_version
-    from verl_qwen35.installed import installed_mcore
+@pytest.mark.parametrize(("found", "refused"), [("0.16.1", True), ("0.18.0", False)])
+def test_the_preflights_packing_rule_reads_the_installed_megatron_core(found, refused, tmp_path, monkeypatch):
+    """Packed sequences with Gated DeltaNet: refused before megatron-core 0.18, as installed (package metadata)."""
+    from verl_qwen35 import installed
 
-    assert megatron_core_version() == installed_mcore() == (0, 16)
+    _fake_distribution(tmp_path, monkeypatch, "megatron-core", found)
+    installed.installed_mcore.cache_clear()
+    try:
+        packed = [p for p in preflight(config(**{"megatron.use_remove_padding": True}), machine_missing="warning")]
+        packed = [p for p in packed if "packed sequences" in p.message]
+    finally:
+        installed.installed_mcore.cache_clear()
+    if refused:
+        (problem,) = packed
+        assert problem.keys[0] == "megatron.use_remove_padding" and "(installed: 0.16)" in problem.message
+    else:
+        assert packed == []
 
 
 def test_submit_values_are_judged_only_where_there_is_a_submit_section_and_a_known_backend():

@@ -2,7 +2,7 @@
 
 The launch (launch.yaml, Ray) half of this is in tests/system/test_forwarding.py
 (test_shell_secrets_reach_the_run_but_no_file_or_output); refusals of secrets put on the
-command line or in --config-dir files are rows of tests/test_faults.py.
+command line or in --config-dir files are rows of tests/integration/test_faults.py.
 """
 
 from pathlib import Path
@@ -52,7 +52,9 @@ def leaks(tmp_path: Path, said: str) -> list[str]:
     ids=["dry-run", "refused", "token-path", "sweep", "cfg-job", "info"],
 )
 def test_no_secret_from_the_shell_is_written_or_printed(cli, exported, tmp_path, argv):
-    result = cli("device=npu", "model=122b", *argv)
+    # Hydra's command line takes the overrides as one run: after the flag that starts a sweep, before the others.
+    preset = ["device=npu", "model=122b"]
+    result = cli(*(["-m", *preset, *argv[1:]] if argv[0] == "-m" else [*preset, *argv]))
     assert result.code in (0, 2), result.said
     assert leaks(tmp_path, result.said) == []
     if argv[0] == "-m":

@@ -142,7 +142,7 @@ def submit_problems(cfg: DictConfig) -> list[Problem]:
         return [error("submit.backend", f"submit.backend={backend!r}: use submit=slurm, submit=ray_job or submit=none")]
     if backend == "none":
         return []
-    found: list[Problem] = []  # secrets in these values: secret_scan, before Hydra writes anything
+    found: list[Problem] = []  # secrets in these values: config/secrets.py, before Hydra writes anything
     _python(s, found)
     if backend == "slurm":
         _slurm(s, found)

@@ -25,7 +25,7 @@ COMPLETION_FLAGS = ("--shell-completion", "-sc")
 _CONFIG_DIR_FLAGS = ("--config-dir", "-cd")
 
 
-# The three `dry_run` values (app.MODES reads them).
+# The three `dry_run` values (run/job.py MODES reads them).
 DRY_RUN_MODES = (
     ("dry_run=false", "default: preflight, then launch verl"),
     ("dry_run=true", "compose, preflight, print the plan; imports no torch, Ray or verl"),

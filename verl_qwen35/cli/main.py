@@ -2,7 +2,7 @@
 
 `verl-qwen35 SUBCOMMAND ...` runs a side tool (diff, estimate, plan, doctor, relaunch, data, presets);
 anything else is Hydra's command line for the run itself. The checks that must pass before Hydra
-writes `.hydra/` run in Hydra's own callback (conf/config.yaml, `compose/prewrite.py`).
+writes `.hydra/` run in Hydra's own callback (conf/config.yaml, `config/prewrite.py`).
 """
 
 import itertools

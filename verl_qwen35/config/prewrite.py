@@ -11,6 +11,7 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from verl_qwen35.config.choices import check_choices
 from verl_qwen35.config.overrides import parse_overrides
@@ -37,6 +38,7 @@ def check_before_writing(overrides: Sequence[str], config_dirs: Sequence[Path], 
             )
     if job is not None:
         missing_values(job)
+        nested_values(job)
         for key, why in config_findings(job):
             raise UserError(f"{key}: {why}; refused before anything was written. Instead, {ADVICE}.")
 
@@ -56,6 +58,21 @@ def missing_values(job: DictConfig) -> None:
                 f"{keys} {'is' if one else 'are'} missing: mandatory in the {node} schema (no default); set "
                 f"{'it' if one else 'them'} in {where} or on the command line ({node}.{missing[0]}=VALUE)"
             )
+
+
+def nested_values(job: DictConfig) -> None:
+    """Our nodes assigned key by key into a fresh schema: OmegaConf's merge (how Hydra applies a preset or
+    `env.unset=[[a]]`) leaves the elements of a typed list or dict unchecked, an assignment checks them."""
+    for node, schema in NODES.items():
+        if not OmegaConf.is_dict(job.get(node)):
+            continue
+        fresh = OmegaConf.structured(schema)
+        for key, value in OmegaConf.to_container(job[node], resolve=False).items():
+            try:
+                fresh[key] = value
+            except OmegaConfBaseException as err:
+                where = getattr(err, "full_key", None) or key
+                raise UserError(f"{node}.{where}: {str(err).splitlines()[0]}") from None
 
 
 def user_config_dirs(config: DictConfig) -> list[Path]:

@@ -53,6 +53,6 @@ def job_environment(cfg: DictConfig, use_shell_env: bool = True) -> Iterator[dic
 
 
 def env_names(cfg: DictConfig) -> list[str]:
-    """Names in env.set; none when env.set is not a mapping (env_problems reports that)."""
+    """Names in env.set; none when env.set is not a mapping (the schema refuses that)."""
     env = cfg.get("env")
     return [str(k) for k in env.set] if OmegaConf.is_dict(env) and OmegaConf.is_dict(env.get("set")) else []

@@ -1,6 +1,6 @@
 """Hydra multirun support: one row per job, and the summary table at the end of a sweep.
 
-Each job writes verdict.json into its own output directory (app.run), first as `running`,
+Each job writes verdict.json into its own output directory (run/job.py run_job), first as `running`,
 then with its outcome; a job that raises is recorded as `failed` with its reason instead of
 ending the sweep (Hydra's basic sweeper would re-raise it before the summary). The
 SweepSummary callback, registered in conf/config.yaml, gathers this sweep's verdicts when it

@@ -20,7 +20,7 @@ __all__ = ["BACKENDS", "SubmitError", "ray_device", "relaunch_argv", "submit", "
 def submit(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
     """Submit the run directory; the job id, or None in a dry run.
 
-    `write_launch_file` writes the run's launch.yaml (app.write_launch_file); a backend calls it
+    `write_launch_file` writes the run's launch.yaml (run/launch_record.py write_launch_file); a backend calls it
     once it knows the submission can go ahead (sbatch found, the Ray cluster answered).
     """
     backend = cfg.submit.backend
