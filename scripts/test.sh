@@ -58,6 +58,8 @@ installed=$(seconds)
 echo "== installed in $((installed - start)) s; running pytest"
 
 status=0
+# Lint first (ruff is in the test extra): its findings fail the run, the tests still run.
+"$venv/bin/ruff" check --quiet . && "$venv/bin/ruff" format --check --quiet . || status=1
 # pytest's own exit code, then os._exit: the suite has run Ray, torch and megatron in this process, and
 # their threads have once crashed the interpreter's teardown (exit 139) after every test had passed.
 "$venv/bin/python" -X faulthandler -c '
@@ -68,5 +70,5 @@ sys.stdout.flush()
 sys.stderr.flush()
 os._exit(code)
 ' "$@" || status=$?
-echo "== verl ${version}: install $((installed - start)) s, tests $(($(seconds) - installed)) s, pytest exit ${status}"
+echo "== verl ${version}: install $((installed - start)) s, tests $(($(seconds) - installed)) s, exit ${status}"
 exit "$status"

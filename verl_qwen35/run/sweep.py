@@ -12,6 +12,7 @@ import csv
 import io
 import itertools
 import json
+import os
 import re
 import secrets
 import sys
@@ -83,13 +84,29 @@ def write_verdict(
         "warnings": listed("warning"),
         "memory": memory,
     }
-    (Path(output_dir) / VERDICT).write_text(redact(json.dumps(record, indent=2)))
+    write_record(Path(output_dir) / VERDICT, record)
+
+
+def write_record(path: Path, record: dict[str, Any]) -> None:
+    """Whole or not at all: a Ctrl-C or a reader mid-write never sees half a verdict."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(redact(json.dumps(record, indent=2)))
+    os.replace(partial, path)
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """A verdict, or None for one that is unreadable or not a record (another tool's file, a damaged disk)."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def note_job_id(output_dir: str, job_id: str) -> None:
     """The cluster job this run was submitted as (submit=slurm|ray_job), for the sweep summary."""
     path = Path(output_dir) / VERDICT
-    path.write_text(json.dumps({**json.loads(path.read_text()), "job_id": job_id}, indent=2))
+    write_record(path, {**(read_record(path) or {}), "job_id": job_id})
 
 
 def guarded_job(job: Callable[[], None], output_dir: str, mode: str) -> None:
@@ -137,11 +154,8 @@ def _records(sweep_dir: Path, sweep_id: str | None) -> list[dict[str, Any]]:
     """This sweep's verdicts only: a reused sweep directory also holds earlier sweeps' jobs."""
     found = []
     for path in sweep_dir.glob(f"*/{VERDICT}"):
-        try:
-            record = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if sweep_id is None or record.get("sweep_id") == sweep_id:
+        record = read_record(path)
+        if record and isinstance(record.get("job"), int) and (sweep_id is None or record.get("sweep_id") == sweep_id):
             found.append(record)
     return sorted(found, key=lambda r: r["job"])
 
@@ -225,11 +239,11 @@ def interrupted() -> None:
     if sweep is None:
         return
     for path in sweep.sweep_dir.glob(f"*/{VERDICT}"):
-        record = json.loads(path.read_text())
-        if record.get("sweep_id") == sweep.sweep_id and record.get("status") == "running":
+        record = read_record(path)
+        if record and record.get("sweep_id") == sweep.sweep_id and record.get("status") == "running":
             record.update(status="interrupted", valid=False)
             record["errors"] = [{"keys": ["job"], "message": "stopped by Ctrl-C"}]
-            path.write_text(json.dumps(record, indent=2))
+            write_record(path, record)
     summary = write_summary(sweep)
     print(f"sweep interrupted: {sum(r['status'] not in ('not run', 'interrupted') for r in summary)} job(s) finished")
 
