@@ -18,7 +18,7 @@ from verl_qwen35.config.errors import resolve_naming_key
 from verl_qwen35.installed import __version__
 from verl_qwen35.model.memory import MemoryEstimate
 from verl_qwen35.model.memory import estimate as _estimate
-from verl_qwen35.planner.search import Candidate, search
+from verl_qwen35.planner.search import Candidate, search, verified
 
 __all__ = ["Candidate", "MemoryEstimate", "Problem", "compose", "estimate", "plan", "preflight", "__version__"]
 
@@ -41,10 +41,11 @@ def estimate(cfg: DictConfig) -> MemoryEstimate:
 
 
 def plan(cfg: DictConfig, nnodes: int, devices_per_node: int, top: int = 10) -> list[Candidate]:
-    """The accepted layouts of `cfg`'s model on nnodes x devices_per_node that fit, best first."""
+    """The layouts of `cfg`'s model on nnodes x devices_per_node that fit and that the whole preflight accepts,
+    best first (as `verl-qwen35 plan`); `top=0` lists all."""
     sized = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
     with open_dict(sized):
         sized.parallel.nnodes, sized.parallel.devices_per_node = nnodes, devices_per_node
     resolved = _resolved(sized)
     device = "npu" if resolved.trainer.get("device") == "npu" else "gpu"
-    return search(resolved, device, top).candidates
+    return verified(sized, search(resolved, device, top), top)[0]

@@ -27,14 +27,13 @@ from tabulate import tabulate
 
 from verl_qwen35.checks import device_of
 from verl_qwen35.checks.layout import positive_problems
-from verl_qwen35.checks.problem import Problem
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
 from verl_qwen35.config.errors import resolve_naming_key
 from verl_qwen35.errors import UserError
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, read_inputs
-from verl_qwen35.planner.search import ROLLOUT, TRAINING, Candidate, Search, judge, search, verify
+from verl_qwen35.planner.search import ROLLOUT, TRAINING, Candidate, Search, judge, search, verified
 
 PROG = "verl-qwen35 plan"
 LAYOUT_KEYS = {f"parallel.{name}" for name in (*TRAINING, *ROLLOUT)}
@@ -193,22 +192,6 @@ def _compose(overrides: list[str], config_dirs: list[Path]) -> tuple[DictConfig,
     return cfg, resolved, own
 
 
-def _verified(cfg: DictConfig, found: Search, top: int) -> tuple[list[Candidate], list[Problem]]:
-    """The search's layouts that the whole preflight accepts (all of them, unless something outside
-    the layout is wrong: then the first refusal's errors say what)."""
-    kept: list[Candidate] = []
-    first_refusal: list[Problem] = []
-    for c in found.candidates:
-        errors = [p for p in verify(cfg, c.layout) if p.level == "error"]
-        if errors:
-            first_refusal = first_refusal or errors
-            continue
-        kept.append(c)
-        if top and len(kept) == top:
-            break
-    return kept, first_refusal
-
-
 def _print_table(
     resolved: DictConfig, own: Layout, found: Search, rows: list[tuple[str, Candidate]], current: Candidate | None
 ) -> None:
@@ -269,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
     config_dirs = [args.config_dir] if args.config_dir else []
     cfg, resolved, own = _compose(args.overrides, config_dirs)
     found = search(resolved, device_of(resolved), top=args.top + 5 if args.top else 0)
-    listed, refusal = _verified(cfg, found, args.top)
+    listed, refusal = verified(cfg, found, args.top)
     if refusal and not listed:
         for problem in refusal:
             print(problem, file=sys.stderr)

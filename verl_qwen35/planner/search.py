@@ -345,3 +345,19 @@ def with_layout(cfg: DictConfig, lo: Layout) -> DictConfig:
 def verify(cfg: DictConfig, lo: Layout) -> list[Problem]:
     """The dry run's whole preflight on this layout (missing local files are warnings, as in a dry run)."""
     return preflight(with_layout(cfg, lo), machine_missing="warning")
+
+
+def verified(cfg: DictConfig, found: Search, top: int) -> tuple[list[Candidate], list[Problem]]:
+    """The search's layouts that the whole preflight accepts (all of them, unless something outside
+    the layout is wrong: then the first refusal's errors say what)."""
+    kept: list[Candidate] = []
+    first_refusal: list[Problem] = []
+    for c in found.candidates:
+        errors = [p for p in verify(cfg, c.layout) if p.level == "error"]
+        if errors:
+            first_refusal = first_refusal or errors
+            continue
+        kept.append(c)
+        if top and len(kept) == top:
+            break
+    return kept, first_refusal
