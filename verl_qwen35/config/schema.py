@@ -70,6 +70,8 @@ class Model:
     linear_key_head_dim: int = MISSING
     linear_value_head_dim: int = MISSING
     full_attention_interval: int = MISSING
+    linear_conv_kernel_dim: int = 4  # HF Qwen3.5 / Qwen3-Next default
+    tie_word_embeddings: bool = False
     vocab_size: int = MISSING
     max_position_embeddings: int = MISSING
     mtp_num_layers: int | None = None

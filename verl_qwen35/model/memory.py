@@ -22,6 +22,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from verl_qwen35.config.schema import Model
 from verl_qwen35.model.layout import Layout
 
 GIB = 2**30
@@ -29,7 +30,6 @@ BF16 = 2
 FP32 = 4
 
 # Defaults of keys the reference does not give for every model.
-CONV_KERNEL = 4  # HF Qwen3.5 / Qwen3-Next `linear_conv_kernel_dim`
 VLLM_MAX_NUM_SEQS = 256  # verl rollout.max_num_seqs default (trainer/config/rollout/rollout.yaml)
 VLLM_MAX_BATCHED_TOKENS = 8192  # verl rollout.max_num_batched_tokens default
 # Per logit of the TP vocabulary shard (an approximation): the bf16 output of the output layer
@@ -156,7 +156,7 @@ class ModelFacts:
         heads, kv = fact("num_attention_heads"), fact("num_key_value_heads")
         hk, hv = fact("linear_num_key_heads"), fact("linear_num_value_heads")
         dk, dv = fact("linear_key_head_dim"), fact("linear_value_head_dim")
-        kernel = fact("linear_conv_kernel_dim", default=CONV_KERNEL)
+        kernel = fact("linear_conv_kernel_dim", default=Model.linear_conv_kernel_dim)
         interval = fact("full_attention_interval")
         experts = fact("num_experts")
         topk = fact("num_experts_per_tok", high=experts)
