@@ -1,1 +1,1 @@
-"""review"""
+"""Review: what a config change really changes, key by key."""
