@@ -129,6 +129,12 @@ CASES = [
     ("secret-in-sweep", ["-m", "+env.set.AUTH=a,b"], 2, ["env.set.AUTH"]),
     ("token-path-passes", ["+env.set.HF_TOKEN_PATH=/secrets/hf"], 0, []),
     ("key-file-passes", ["+env.set.SSH_KEY_FILE=/x", "+env.set.CREDENTIALS_DIR=/y"], 0, []),
+    # a verl key given another kind of value than verl's own default (checks/verl_types.py)
+    ("verl-int-as-text", ["dry_run=true", "trainer.total_epochs=ten"], 2, ["trainer.total_epochs", "'ten'"]),
+    ("verl-float-as-text", ["dry_run=true", "actor_rollout_ref.actor.optim.lr=1e-6x"], 2, ["optim.lr", "'1e-6x'"]),
+    ("verl-flag-as-text", ["dry_run=true", "trainer.val_before_train=maybe"], 2, ["trainer.val_before_train"]),
+    ("verl-float-for-int-default", ["dry_run=true", "actor_rollout_ref.actor.entropy_coeff=0.001"], 0, []),
+    ("verl-null-for-number", ["dry_run=true", "trainer.total_training_steps=null"], 0, []),
     # fine inputs around the faults
     ("quoted-space-non-ascii", ['data.train_files="/data/my dir/dätä.parquet"'], 0, []),
     ("conf-dir-space-non-ascii", ["--config-dir", "{tmp}/mé dir", "parallel=ok"], 0, []),

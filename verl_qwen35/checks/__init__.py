@@ -22,6 +22,7 @@ from verl_qwen35.checks.submit import submit_problems
 from verl_qwen35.checks.transformer import mtp_layers_built, mtp_problems, transformer_problems, type_problems
 from verl_qwen35.checks.values import value_problems
 from verl_qwen35.checks.verl_settings import verl_setting_problems
+from verl_qwen35.checks.verl_types import verl_type_problems
 from verl_qwen35.config.secrets import ADVICE, config_findings
 from verl_qwen35.installed import installed_mcore
 from verl_qwen35.model.layout import Layout
@@ -45,7 +46,9 @@ def bad_value_problems(cfg: DictConfig, otc: dict | None = None) -> list[Problem
     found = value_problems(cfg)
     named = {k for p in found for k in p.keys}
     otc = override_dict(cfg) if otc is None else otc
-    return found + [p for p in type_problems(otc, field_spec()) if not named & set(p.keys)]
+    found += [p for p in type_problems(otc, field_spec()) if not named & set(p.keys)]
+    named = {k for p in found for k in p.keys}
+    return found + [p for p in verl_type_problems(cfg) if not named & set(p.keys)]
 
 
 def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem]:
