@@ -14,6 +14,7 @@ presets' data files are then absent, which a dry run only warns about.
 
     python scripts/benchmark.py --python .venv-verl0.9/bin/python
     python scripts/benchmark.py --python /tmp/cfgvenv/bin/python --rounds 3 --only dryrun
+    python scripts/benchmark.py --only sweep-memory            # one 1,000-job dry-run sweep, ~1 s a job
 """
 
 from __future__ import annotations
@@ -36,8 +37,11 @@ PRESET = ["device=npu", "model=122b"]
 SWEEP = ["parallel.tp=2,4", "parallel.ep=8,16", "parallel.gen_tp=8,16", "parallel.cp=1,2", "parallel.vpp=null,3"]
 # The planner's biggest shipped search: 397B on 16 x 16 Ascend devices.
 PLAN = ["model=397b", "device=npu", "--top", "10"]
-SECTIONS = ("dryrun", "cfg", "sweep", "planner")
+SECTIONS = ("dryrun", "cfg", "sweep", "planner", "sweep-memory")
 DRYRUN_MAX, CFG_MAX, SWEEP_MAX_SINGLES, PLANNER_MAX = 1.0, 0.8, 20.0, 3.0
+# Peak RSS of a 1,000-job dry-run sweep (one process runs every job): each job's configs must be let go
+# when it ends (run/sweep.py SweepSummary.on_job_end). One value swept over 1,000 jobs that all pass.
+MEMORY_JOBS, MEMORY_SMALL_JOBS, SWEEP_RSS_MAX_MIB = 1000, 10, 500
 
 PROBE = """
 import importlib.metadata as md, importlib.util as u, json, sys, verl_qwen35
@@ -69,6 +73,18 @@ class Runner:
             sys.exit(f"benchmark: exit {proc.returncode}: {self.python} {' '.join(args)}\n{tail}")
         return wall
 
+    def peak_rss_mib(self, args: list[str]) -> float:
+        """Peak resident memory of the process `PYTHON ARGS` (its own rusage, from os.wait4), in MiB."""
+        with tempfile.TemporaryFile("w+") as log:
+            proc = subprocess.Popen([self.python, *args], cwd=self.cwd, env=self.env, stdout=log, stderr=log, text=True)
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if proc.returncode != 0:
+                log.seek(0)
+                tail = "\n".join(log.read().splitlines()[-30:])
+                sys.exit(f"benchmark: exit {proc.returncode}: {self.python} {' '.join(args)}\n{tail}")
+        return usage.ru_maxrss / 1024  # KiB on Linux
+
     def median(self, label: str, args: list[str]) -> float:
         """One uncounted warm-up run (.pyc, page cache), then the median of `rounds` runs."""
         self.time(args)
@@ -84,6 +100,20 @@ def seed_overrides(verl_version: str) -> list[str]:
     if verl_version.startswith("0.9."):  # verl 0.9 removed megatron.grad_offload
         lines = [ln for ln in lines if "grad_offload=" not in ln]
     return lines
+
+
+def sweep_memory(runner: Runner) -> tuple[str, str, str, str, str]:
+    """Peak RSS of a 1,000-job dry-run sweep, and what each job adds (against a 10-job sweep): one run each."""
+    peaks = {}
+    for jobs in (MEMORY_SMALL_JOBS, MEMORY_JOBS):
+        out = runner.cwd / f"memory_sweep_{jobs}"
+        sweep = ["-m", "verl_qwen35", "-m", *PRESET, f"trainer.total_epochs=range(1,{jobs + 1})", "dry_run=true"]
+        peaks[jobs] = runner.peak_rss_mib([*sweep, f"hydra.sweep.dir={out}"])
+        print(f"sweep memory ({jobs} jobs): peak RSS {peaks[jobs]:.0f} MiB")
+    per_job = (peaks[MEMORY_JOBS] - peaks[MEMORY_SMALL_JOBS]) / (MEMORY_JOBS - MEMORY_SMALL_JOBS) * 1024
+    met = verdict(peaks[MEMORY_JOBS] < SWEEP_RSS_MAX_MIB)
+    peak = f"{peaks[MEMORY_JOBS]:.0f} MiB"
+    return (f"{MEMORY_JOBS}-job sweep peak RSS", peak, f"< {SWEEP_RSS_MAX_MIB} MiB", met, f"{per_job:.0f} KiB/job")
 
 
 def seconds(value: float) -> str:
@@ -143,6 +173,9 @@ def main(argv: list[str] | None = None) -> None:
             plan = ["-m", "verl_qwen35", "plan", *PLAN]
             wall = runner.median("planner (" + " ".join(plan[1:]) + ")", plan)
             rows.append(("planner 397B 16x16", seconds(wall), f"< {PLANNER_MAX} s", verdict(wall < PLANNER_MAX), ""))
+
+        if "sweep-memory" in only:
+            rows.append(sweep_memory(runner))
 
     head = ("figure", "median", "target", "met", "ratio")
     widths = [max(len(row[i]) for row in (head, *rows)) for i in range(len(head))]

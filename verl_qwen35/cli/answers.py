@@ -1,4 +1,4 @@
-"""How the command ends: a user mistake in one message and exit 2, Ctrl-C 130, a closed pipe quietly."""
+"""How the command ends: a user mistake in one message and exit 2, Ctrl-C 130, SIGTERM 143, a closed pipe quietly."""
 
 import os
 import sys
@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from verl_qwen35.config.errors import explain
 from verl_qwen35.config.prewrite import Refused
 from verl_qwen35.errors import UserError
+from verl_qwen35.run.stops import exit_code, signal_name, stops_held
 
 PROG = "verl-qwen35"
 # Read at import, before the command sets HYDRA_FULL_ERROR itself: the user's own wish for tracebacks.
@@ -16,20 +17,22 @@ USER_WANTS_TRACEBACKS = bool(os.environ.get("HYDRA_FULL_ERROR"))
 
 @contextmanager
 def answered(
-    prog: str = PROG, full_error: bool = USER_WANTS_TRACEBACKS, on_interrupt: Callable[[], None] | None = None
+    prog: str = PROG, full_error: bool = USER_WANTS_TRACEBACKS, on_interrupt: Callable[[str], None] | None = None
 ) -> Iterator[None]:
-    """User mistakes -> one message and exit 2; Ctrl-C -> exit 130; a closed pipe (`| head`) -> quiet.
+    """User mistakes -> one message and exit 2; Ctrl-C -> exit 130, SIGTERM -> 143 (where `run.stops.sigterm_raised`
+    makes it an exception), `on_interrupt` told which; a closed pipe (`| head`) -> quiet.
 
     Everything else propagates with its traceback: it is a bug to report, not a mistake to fix.
     `full_error` (the user set HYDRA_FULL_ERROR) keeps the tracebacks of Hydra's and OmegaConf's errors.
     """
     try:
         yield
-    except KeyboardInterrupt:
-        if on_interrupt is not None:
-            on_interrupt()
-        print(f"\n{prog}: interrupted", file=sys.stderr)
-        sys.exit(130)
+    except KeyboardInterrupt as stop:
+        with stops_held():  # a second signal must not cut the summary short
+            if on_interrupt is not None:
+                on_interrupt(signal_name(stop))
+            print(f"\n{prog}: {'terminated' if exit_code(stop) == 143 else 'interrupted'}", file=sys.stderr)
+        sys.exit(exit_code(stop))
     except Refused as refused:  # raised by a pre-write check inside Hydra's callback
         _answer(refused.error, prog, full_error)
     except BrokenPipeError:

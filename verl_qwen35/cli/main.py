@@ -28,7 +28,8 @@ from verl_qwen35.config.sources import register_sources
 from verl_qwen35.config.yaml_files import check_config_dir
 from verl_qwen35.installed import conf_dir
 from verl_qwen35.run.job import MODES, job_context, run_job
-from verl_qwen35.run.sweep import guarded_job, in_multirun, interrupted
+from verl_qwen35.run.stops import sigterm_raised
+from verl_qwen35.run.sweep import guarded_job, in_multirun, interrupted, released_when_done
 
 
 def _presets(argv: list[str]) -> int:
@@ -134,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     ):  # --help, --presets, --help-full, shell completion
         return 0
     # A user who sets HYDRA_FULL_ERROR asks for Hydra's tracebacks; everyone else gets one message.
-    with answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=interrupted):
+    # SIGTERM (scancel, `timeout`) stops the run or sweep as Ctrl-C does: the sweep's summary, exit 143.
+    answer = answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=interrupted)
+    with answer, sigterm_raised(), released_when_done():
         for directory in help.config_dirs(argv):
             check_config_dir(directory)  # YAML syntax and size limits, before Hydra parses any of it
         run_hydra(argv)

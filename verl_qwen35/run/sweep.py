@@ -4,8 +4,9 @@ Each job writes verdict.json into its own output directory (run/job.py run_job),
 then with its outcome; a job that raises is recorded as `failed` with its reason instead of
 ending the sweep (Hydra's basic sweeper would re-raise it before the summary). The
 SweepSummary callback, registered in conf/config.yaml, gathers this sweep's verdicts when it
-ends (or when Ctrl-C stops it: `interrupted`), prints one table and writes summary.csv and
-summary.json into the sweep directory.
+ends (or when Ctrl-C or SIGTERM stops it: `interrupted`), prints one table and writes summary.csv and
+summary.json into the sweep directory. While it runs, the sweep holds its directory (run/sweep_lock.py),
+and each finished job's configs are let go (`on_job_end`), so memory does not grow with the jobs.
 """
 
 import csv
@@ -15,15 +16,18 @@ import json
 import os
 import re
 import secrets
+import stat
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
@@ -31,11 +35,16 @@ from tabulate import tabulate
 
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.config.errors import explain
+from verl_qwen35.config.prewrite import Refused
 from verl_qwen35.config.secrets import redact
+from verl_qwen35.errors import UserError
+from verl_qwen35.run.sweep_lock import SweepLock, lock_sweep_dir
 
 VERDICT = "verdict.json"
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"  # conf/hydra/sweeper/basic.yaml
 ERROR_LOG = "error.log"
+# A verdict is a few KiB; a larger file under a job directory is not one (and is not read into memory).
+VERDICT_MAX_BYTES = 1 << 20
 
 
 @dataclass
@@ -45,6 +54,7 @@ class ActiveSweep:
     sweep_dir: Path
     sweep_id: str
     planned: list[list[str]] = field(default_factory=list)
+    lock: SweepLock | None = None
 
 
 _ACTIVE: ActiveSweep | None = None
@@ -89,18 +99,56 @@ def write_verdict(
 
 def write_record(path: Path, record: dict[str, Any]) -> None:
     """Whole or not at all: a Ctrl-C or a reader mid-write never sees half a verdict."""
+    write_whole(path, redact(json.dumps(record, indent=2)))
+
+
+def write_whole(path: Path, text: str) -> None:
+    """`text` into `path` through a temporary file and a rename; a signal or a full disk on the way
+    leaves the old file (or none) and no temporary file behind."""
     partial = path.with_name(f".{path.name}.{os.getpid()}")
-    partial.write_text(redact(json.dumps(record, indent=2)))
-    os.replace(partial, path)
+    try:
+        partial.write_text(text, newline="")
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def read_record(path: Path) -> dict[str, Any] | None:
-    """A verdict, or None for one that is unreadable or not a record (another tool's file, a damaged disk)."""
+    """A verdict, or None for one that is unreadable or not a record (another tool's file, a damaged disk):
+    only a regular file (a FIFO would block the read) of at most VERDICT_MAX_BYTES is read."""
     try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > VERDICT_MAX_BYTES:
+            return None
         record = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: `[[[[...` nested past the parser's depth
         return None
     return record if isinstance(record, dict) else None
+
+
+def _is_verdict(record: dict[str, Any]) -> bool:
+    """The fields the summary reads, of the types write_verdict gives them: anything else (an older
+    tool's file, a hand-edited one) is skipped rather than a traceback in the summary."""
+    errors = record.get("errors", [])
+    return (
+        type(record.get("job")) is int
+        and isinstance(record.get("overrides"), list)
+        and all(isinstance(o, str) for o in record["overrides"])
+        and isinstance(record.get("valid"), bool)
+        and isinstance(record.get("status", ""), str)
+        and isinstance(errors, list)
+        and all(_is_problem(e) for e in errors)
+    )
+
+
+def _is_problem(entry: object) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("message"), str)
+        and isinstance(entry.get("keys"), list)
+        and all(isinstance(k, str) for k in entry["keys"])
+    )
 
 
 def note_job_id(output_dir: str, job_id: str) -> None:
@@ -151,11 +199,11 @@ def first_reason(record: dict[str, Any]) -> str:
 
 
 def _records(sweep_dir: Path, sweep_id: str | None) -> list[dict[str, Any]]:
-    """This sweep's verdicts only: a reused sweep directory also holds earlier sweeps' jobs."""
+    """This sweep's verdicts only: a reused sweep directory also holds earlier sweeps' jobs (and damaged files)."""
     found = []
     for path in sweep_dir.glob(f"*/{VERDICT}"):
         record = read_record(path)
-        if record and isinstance(record.get("job"), int) and (sweep_id is None or record.get("sweep_id") == sweep_id):
+        if record and _is_verdict(record) and (sweep_id is None or record.get("sweep_id") == sweep_id):
             found.append(record)
     return sorted(found, key=lambda r: r["job"])
 
@@ -199,12 +247,12 @@ def write_summary(sweep: ActiveSweep) -> list[dict[str, Any]]:
     if not rows:
         return rows
     sweep.sweep_dir.mkdir(parents=True, exist_ok=True)
-    (sweep.sweep_dir / "summary.json").write_text(redact(json.dumps(rows, indent=2)))
+    write_whole(sweep.sweep_dir / "summary.json", redact(json.dumps(rows, indent=2)))
     table_csv = io.StringIO()
     writer = csv.DictWriter(table_csv, fieldnames=list(rows[0]))
     writer.writeheader()
     writer.writerows(rows)
-    (sweep.sweep_dir / "summary.csv").write_text(redact(table_csv.getvalue()), newline="")
+    write_whole(sweep.sweep_dir / "summary.csv", redact(table_csv.getvalue()))
     counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "refused", "failed", "interrupted", "not run")}
     told = "".join(f", {n} {s}" for s, n in counts.items() if n and s not in ("ok", "refused"))
     print(f"\nsweep: {len(rows)} job(s), {counts['ok']} valid, {counts['refused']} refused{told}")
@@ -232,34 +280,73 @@ def planned_jobs(config: DictConfig) -> list[list[str]]:
     return [list(job) for job in itertools.product(*choices.values())]
 
 
-def interrupted() -> None:
-    """Ctrl-C during a sweep: the summary of the jobs that finished, the rest marked."""
-    global _ACTIVE
-    sweep, _ACTIVE = _ACTIVE, None
+def interrupted(by: str = "Ctrl-C") -> None:
+    """Ctrl-C or SIGTERM (`by`) during a sweep: the summary of the jobs that finished, the rest marked."""
+    sweep = _ACTIVE
     if sweep is None:
         return
-    for path in sweep.sweep_dir.glob(f"*/{VERDICT}"):
-        record = read_record(path)
-        if record and record.get("sweep_id") == sweep.sweep_id and record.get("status") == "running":
-            record.update(status="interrupted", valid=False)
-            record["errors"] = [{"keys": ["job"], "message": "stopped by Ctrl-C"}]
-            write_record(path, record)
-    summary = write_summary(sweep)
+    try:
+        for path in sweep.sweep_dir.glob(f"*/{VERDICT}"):
+            record = read_record(path)
+            if record and record.get("sweep_id") == sweep.sweep_id and record.get("status") == "running":
+                record.update(status="interrupted", valid=False)
+                record["errors"] = [{"keys": ["job"], "message": f"stopped by {by}"}]
+                write_record(path, record)
+        summary = write_summary(sweep)
+    finally:
+        release()
     print(f"sweep interrupted: {sum(r['status'] not in ('not run', 'interrupted') for r in summary)} job(s) finished")
 
 
+def release() -> None:
+    """The sweep of this process is over, however it ended: its directory is free for the next one."""
+    global _ACTIVE
+    sweep, _ACTIVE = _ACTIVE, None
+    if sweep is not None and sweep.lock is not None:
+        sweep.lock.release()
+
+
+@contextmanager
+def released_when_done() -> Iterator[None]:
+    """However the command ends, its sweep's directory is freed; a sweep stopped by Ctrl-C or SIGTERM
+    keeps it until `interrupted` (called by the command's answer to the stop) has written the summary."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        release()
+        raise
+    release()
+
+
 class SweepSummary(Callback):
-    """Prints and saves the sweep's table; exits 2 when any job was refused or failed."""
+    """Holds the sweep directory, prints and saves the sweep's table; exits 2 when any job was refused or failed."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         global _ACTIVE
-        sweep_dir = Path(OmegaConf.select(config, "hydra.sweep.dir"))
-        _ACTIVE = ActiveSweep(sweep_dir.absolute(), secrets.token_hex(6), planned_jobs(config))
+        sweep_dir = Path(OmegaConf.select(config, "hydra.sweep.dir")).absolute()
+        sweep = ActiveSweep(sweep_dir, secrets.token_hex(6), planned_jobs(config))
+        try:  # before Hydra's sweeper writes multirun.yaml and the first job its directory
+            sweep.lock = lock_sweep_dir(sweep_dir, sweep.sweep_id)
+        except UserError as err:
+            raise Refused(err) from None  # through Hydra's callback runner, which would make an Exception a warning
+        release()  # an earlier sweep of this process that ended without its summary (in-process callers)
+        _ACTIVE = sweep
+
+    def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        """Let go of a finished job's configs: Hydra's basic sweeper keeps every JobReturn until the sweep
+        ends (hydra/_internal/core_plugins/basic_sweeper.py sweep: `returns`), and each holds the job's whole
+        config and Hydra config (hydra/core/utils.py run_job: `ret.cfg`, `ret.hydra_cfg`), ~2 MiB a job.
+        The sweeper reads only `return_value` afterwards; the verdict on disk is what the summary reads."""
+        job_return.cfg = None
+        job_return.hydra_cfg = None
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        global _ACTIVE
         sweep = _ACTIVE or ActiveSweep(Path(config.hydra.sweep.dir), None)
-        _ACTIVE = None
-        rows = write_summary(sweep)
+        try:
+            rows = write_summary(sweep)
+        finally:
+            release()
         if any(r["status"] != "ok" for r in rows):
             sys.exit(2)
