@@ -32,6 +32,8 @@ from tabulate import tabulate
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.config.errors import explain
 from verl_qwen35.config.secrets import redact
+from verl_qwen35.config.yaml_files import load_json
+from verl_qwen35.errors import UserError
 
 VERDICT = "verdict.json"
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"  # conf/hydra/sweeper/basic.yaml
@@ -76,7 +78,8 @@ def write_verdict(
     record = {
         "job": hydra_cfg.job.get("num", 0) if in_multirun() else 0,
         "sweep_id": _ACTIVE.sweep_id if _ACTIVE else None,
-        "overrides": list(hydra_cfg.overrides.task),
+        # As typed: iterating the ListConfig would resolve `x=${oc.env:DB_PASSWORD}` into the file.
+        "overrides": OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False),
         "mode": mode,
         "status": status or ("refused" if errors else "ok"),
         "valid": not errors and status in (None, "ok"),
@@ -97,8 +100,8 @@ def write_record(path: Path, record: dict[str, Any]) -> None:
 def read_record(path: Path) -> dict[str, Any] | None:
     """A verdict, or None for one that is unreadable or not a record (another tool's file, a damaged disk)."""
     try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
+        record = load_json(path)  # the one loader's size limit; torn, binary or huge -> None
+    except UserError:
         return None
     return record if isinstance(record, dict) else None
 
