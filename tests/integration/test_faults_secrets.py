@@ -132,6 +132,13 @@ CASES = [
     # files beyond the loader's limits, anywhere the package reads one
     ("bomb-other-group", {"conf/extra/lol.yaml": _bomb()}, [*BASE, "--config-dir", "{given}/conf"], ["lol.yaml"], True),
     (
+        "bomb-searchpath-entry",
+        {"other/extra/lol.yaml": _bomb()},
+        [*BASE, "+extra=lol", "hydra.searchpath=[file://{given}/other]"],
+        ["lol.yaml", "alias"],
+        True,
+    ),
+    (
         "bomb-presets-listing",
         {"conf/parallel/lol.yaml": _bomb()},
         ["presets", "--config-dir", "{given}/conf"],
@@ -196,7 +203,13 @@ CASES = [
     ),
     ("data-out-is-a-file", {"afile": "keep me\n"}, ["data", "--out", "{given}/afile"], ["afile", "a file"], True),
 ]
-SUBPROCESS = {"bomb-other-group", "bomb-presets-listing", "bomb-presets-flag", "bomb-doctor-matrix"}
+SUBPROCESS = {
+    "bomb-other-group",
+    "bomb-searchpath-entry",
+    "bomb-presets-listing",
+    "bomb-presets-flag",
+    "bomb-doctor-matrix",
+}
 
 
 def _hand_in(tmp_path: Path, files: dict[str, str | bytes]) -> Path:

@@ -170,11 +170,12 @@ def not_utf8(argv: list[str]) -> None:
 
 
 def user_search_dirs(argv: list[str]) -> list[Path]:
-    """`--config-dir` and `--config-path` (relative to this script's directory, as Hydra reads it) values."""
+    """`--config-dir` and `--config-path` (relative to this script's directory, as Hydra reads it) values;
+    a `--config-path` that is not a directory is left to Hydra's own message."""
     dirs = help.config_dirs(argv)
     for i, arg in enumerate(argv[:-1]):
-        if arg in ("--config-path", "-cp"):
-            dirs.append(Path(__file__).resolve().parent / argv[i + 1])
+        if arg in ("--config-path", "-cp") and (path := Path(__file__).resolve().parent / argv[i + 1]).is_dir():
+            dirs.append(path)
     return dirs
 
 

@@ -86,8 +86,14 @@ _TOKEN_PREFIX = re.compile(r"^(?:gh[pousr]_|github_pat_|hf_|sk-|glpat-|xox[abprs
 
 
 def _token_user(user: str) -> bool:
-    mixed = any(c.isdigit() for c in user) and any(c.isalpha() for c in user)
-    return bool(_TOKEN_PREFIX.match(user)) or (len(user) >= 20 and mixed and re.fullmatch(r"[A-Za-z0-9_-]+", user))
+    """A URL user name that is a token: a vendor's prefix, or the shape of one (20+ characters of one word,
+    upper and lower case and digits mixed, or 32+ hex digits); `service-account-2024` is a name."""
+    if _TOKEN_PREFIX.match(user):
+        return True
+    if len(user) < 20 or not re.fullmatch(r"[A-Za-z0-9_]+", user):
+        return False
+    mixed = any(c.isupper() for c in user) and any(c.islower() for c in user) and any(c.isdigit() for c in user)
+    return mixed or (len(user) >= 32 and re.fullmatch(r"[0-9a-fA-F]+", user) is not None)
 
 
 def credentials_in(value: str) -> str | None:
