@@ -127,11 +127,14 @@ def run_hydra(argv: list[str]) -> None:
             if err.errno not in DISK_FULL:
                 raise
             # Hydra's run_job writes .hydra/ before our job starts: a full disk (or a file size limit) there.
-            run_dir = discard_unstarted_run()
-            where = f"writing the run directory {run_dir} (removed, nothing half-written is left)" if run_dir else ""
+            where = "while Hydra wrote its output"
+            if discarded := discard_unstarted_run():
+                run_dir, removed = discarded
+                done = "removed, nothing half-written is left" if removed else "it was there before: check its .hydra/"
+                where = f"writing the run directory {run_dir} ({done})"
             raise UserError(
-                f"{err.strerror or os.strerror(err.errno)} {where or 'while Hydra wrote its output'}; free space "
-                "there or choose another directory with hydra.run.dir=... (hydra.sweep.dir=... for -m)"
+                f"{err.strerror or os.strerror(err.errno)} {where}; free space there or choose another "
+                "directory with hydra.run.dir=... (hydra.sweep.dir=... for -m)"
             ) from None
 
 

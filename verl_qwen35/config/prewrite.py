@@ -108,14 +108,15 @@ class Refused(BaseException):
 _unstarted: list[tuple[Path, bool]] = []
 
 
-def discard_unstarted_run() -> Path | None:
-    """Remove the run directory of a run whose job never started, if this run made it; return it."""
+def discard_unstarted_run() -> tuple[Path, bool] | None:
+    """The run (or sweep) directory of a run whose job never started, and whether it was removed: it is
+    when this run made it; one that was there before is left as it is (its `.hydra/` may be partial)."""
     if not _unstarted:
         return None
     path, fresh = _unstarted.pop()
     if fresh and path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
-    return path
+    return path, fresh
 
 
 def _note_unstarted(config: DictConfig, key: str) -> None:
