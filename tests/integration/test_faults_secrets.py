@@ -338,18 +338,21 @@ def test_a_shell_value_with_credentials_is_left_to_the_environment(cli, shell, t
     assert "HTTPS_PROXY" in meta["secrets_not_recorded"] and "HTTPS_PROXY" not in meta["env_used"]
 
 
-def test_printed_configs_mask_secret_values(cli, shell, tmp_path):
-    """Hydra prints `--cfg` itself, with no callback: the command masks what it prints."""
+@pytest.mark.parametrize(
+    ("flags", "shown"),
+    [
+        (["--cfg", "job", "--resolve"], "note: <MY_SETTING redacted>"),
+        (["--info", "config"], "note: ${oc.env:MY_SETTING}"),  # unresolved, as Hydra prints it
+    ],
+    ids=["cfg-resolve", "info-config"],
+)
+def test_printed_configs_mask_secret_values(cli, shell, tmp_path, flags, shown):
+    """Hydra prints `--cfg` and `--info` itself, with no callback: the command masks what it prints."""
     result = cli(
-        "device=gpu",
-        "model=35b",
-        "+trainer.note=${oc.env:MY_SETTING}",
-        "+trainer.db_password=plain-text-pw",
-        "--cfg",
-        "job",
-        "--resolve",
+        "device=gpu", "model=35b", "+trainer.note=${oc.env:MY_SETTING}", "+trainer.db_password=plain-text-pw", *flags
     )
     assert result.code == 0, result.err
-    assert HF_TOKEN not in result.out and "plain-text-pw" not in result.out
-    assert "note: <MY_SETTING redacted>" in result.out and "db_password: <redacted>" in result.out
+    assert HF_TOKEN not in result.said and "plain-text-pw" not in result.said
+    assert shown in result.out and "db_password: <redacted>" in result.out
     assert "train_batch_size:" in result.out  # the rest as Hydra prints it
+    assert _written(tmp_path) == []
