@@ -34,9 +34,12 @@ def _user_conf(tmp: Path) -> None:
     (tmp / "binary" / "parallel" / "binary.yaml").write_bytes(b"\x00\x01\x02tp: 1\n")
     shutil.copytree(tmp / "my", tmp / "mé dir")  # a --config-dir path with a space and non-ASCII
     shutil.copy(conf_dir() / "model" / "35b.yaml", tmp / "my" / "model" / "mine.yaml")
+    # Every file of a --config-dir is scanned for secrets, chosen or not: the leaky preset has a dir of its own.
+    (tmp / "leaky" / "model").mkdir(parents=True)
+    (tmp / "leaky" / "parallel").mkdir()
     leaky = (conf_dir() / "model" / "35b.yaml").read_text() + "env:\n  set:\n    WANDB_API_KEY: abc123\n"
-    (tmp / "my" / "model" / "leaky.yaml").write_text(leaky)
-    (tmp / "my" / "parallel" / "leaky_gpu.yaml").write_text(good)
+    (tmp / "leaky" / "model" / "leaky.yaml").write_text(leaky)
+    (tmp / "leaky" / "parallel" / "leaky_gpu.yaml").write_text(good)
 
 
 # (id, argv after the BASE overrides, exit code, what the message must name)
@@ -111,7 +114,7 @@ CASES = [
     ("conf-not-mapping", ["--config-dir", "{tmp}/my", "parallel=alist"], 2, ["alist.yaml", "mapping"]),
     ("conf-model-no-layout", ["--config-dir", "{tmp}/my", "model=mine"], 2, ["parallel/mine_gpu.yaml", "parallel="]),
     ("conf-model-layout-ok", ["--config-dir", "{tmp}/my", "model=mine", "parallel=ok"], 0, []),
-    ("conf-secret-in-file", ["--config-dir", "{tmp}/my", "model=leaky"], 2, ["leaky.yaml", "WANDB_API_KEY"]),
+    ("conf-secret-in-file", ["--config-dir", "{tmp}/leaky", "model=leaky"], 2, ["leaky.yaml", "WANDB_API_KEY"]),
     # secrets on the command line
     ("secret-env-set", ["+env.set.WANDB_API_KEY=abc"], 2, ["env.set.WANDB_API_KEY"]),
     ("secret-lowercase", ["+env.set.hf_token=abc"], 2, ["env.set.hf_token"]),

@@ -128,7 +128,9 @@ def test_two_sigterms_in_a_row_still_end_with_a_whole_summary(tmp_path):
     if job.poll() is None:
         job.send_signal(signal.SIGTERM)
     returncode, _ = finish(job)
-    assert returncode == 143
+    # A second SIGTERM after the summary is written ends the process by the signal: a shell (and Slurm)
+    # reports that as 143 too.
+    assert returncode in (143, -signal.SIGTERM)
     assert_whole_and_honest(sweep_dir, 16)
 
 

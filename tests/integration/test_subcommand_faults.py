@@ -165,7 +165,7 @@ def test_doctor_names_a_bad_matrix_file(tmp_path, text, named, capsys):
     matrix = tmp_path / "matrix.yaml"
     matrix.write_text(text)
     code, out = run_main(doctor.main, ["device=gpu", "--matrix", str(matrix)], capsys)
-    assert code == 2 and f"--matrix {matrix}: " in out and named in out and "Traceback" not in out
+    assert code == 2 and f"--matrix {matrix}" in out and named in out and "Traceback" not in out
 
 
 @pytest.mark.parametrize(

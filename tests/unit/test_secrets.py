@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 
 from verl_qwen35.checks import preflight
 from verl_qwen35.config import compose
-from verl_qwen35.config.secrets import redact
+from verl_qwen35.config.secrets import credentials_in, redact, shell_secrets
 
 SECRETS = {
     "WANDB_API_KEY": "wandb-7c1e0f9a2b3d4e5f",
@@ -95,3 +95,41 @@ def test_a_plain_word_in_a_secret_looking_variable_is_not_hunted(cli, monkeypatc
     monkeypatch.setenv("SOME_TOKEN", "enabled")
     result = cli("device=gpu", "model=35b", "dry_run=true")
     assert result.code == 0, result.said
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "https://ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8@github.com/org/repo.git",  # a token as URL user name
+        "https://AbCdEf1234567890GhIjKl@git.example.com/x",  # one without a vendor prefix
+        "http://alice:pr0xy@proxy.example:3128",  # user:password
+        "hf_QwErTyUiOpAsDfGhJkLzXcVbNm12345678",
+        "Bearer sk-proj-abcdefghijklmnopqrstuvwx",
+        "AKIAIOSFODNN7EXAMPLE",
+    ],
+)
+def test_a_credential_is_recognised_whatever_its_key(value):
+    assert credentials_in(value)
+    assert "<redacted>" in redact(value, environ={})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "http://proxy.example:3128",
+        "ssh://git@github.com/org/repo.git",
+        "https://service-account-2024@host/x",
+        "hf_model",
+        "/data/task-0123456789abcdefghijklmn/train.parquet",
+        "${oc.env:HOME}/data/geo3k/train.parquet",
+        "Qwen/Qwen3.5-35B-A3B",
+    ],
+)
+def test_a_plain_value_is_not_taken_for_a_credential(value):
+    assert credentials_in(value) is None
+    assert redact(value, environ={}) == value
+
+
+def test_a_shell_variable_holding_credentials_is_a_secret_whatever_its_name():
+    environ = {"HTTPS_PROXY": "http://alice:pr0xy@proxy:3128", "http_proxy": "http://proxy:3128", "MODE": "x"}
+    assert shell_secrets(environ) == {"HTTPS_PROXY": environ["HTTPS_PROXY"]}

@@ -5,12 +5,13 @@ about a missing file; a launch, or `dry_run=full`, refuses it.
 """
 
 import importlib.util
-import json
 from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig
 
 from verl_qwen35.checks.problem import Level, Problem
+from verl_qwen35.config.yaml_files import load_json_object
+from verl_qwen35.errors import UserError
 
 PREPARE = "verl-qwen35 data --out {dir}"
 # A missing file only matters where the job runs: say so when it is merely a warning.
@@ -101,8 +102,13 @@ def model_path_problems(cfg: DictConfig, missing: Level) -> list[Problem]:
     config_file = directory / "config.json"
     if not config_file.is_file():
         return [Problem("error", (key,), f"{directory} has no config.json; is it a Hugging Face model directory?")]
-    hf = json.loads(config_file.read_text())
+    try:  # transformers' PretrainedConfig.from_json_file reads the same file as a JSON object
+        hf = load_json_object(config_file)
+    except UserError as err:
+        return [Problem("error", (key,), f"{err} (or set {key} to another model directory)")]
     text = hf.get("text_config", hf)
+    if not isinstance(text, dict):
+        return [Problem("error", (key,), f"{config_file}: text_config is not an object of keys; the file is damaged")]
     wrong = [
         f"{field}={text[field]} (preset {cfg.model.name}: {cfg.model[fact]})"
         for field, fact in ARCH_FIELDS.items()

@@ -8,13 +8,13 @@ messages say which release was assumed.
 """
 
 import difflib
-import json
 from functools import cache
 
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.transformer import type_problems
+from verl_qwen35.config.yaml_files import load_json_object
 from verl_qwen35.data import UPSTREAM_DIR
 from verl_qwen35.installed import ASSUMED_MCORE, installed_mcore
 
@@ -39,7 +39,7 @@ def _shipped_data(mcore: tuple[int, int] | None) -> dict:
     shipped = shipped_versions()
     wanted = mcore or mcore_in_use()[0]
     chosen = max((v for v in shipped if v <= wanted), default=shipped[0])
-    return json.loads((UPSTREAM_DIR / f"megatron_core_{chosen[0]}.{chosen[1]}.json").read_text())
+    return load_json_object(UPSTREAM_DIR / f"megatron_core_{chosen[0]}.{chosen[1]}.json")
 
 
 def field_spec(mcore: tuple[int, int] | None = None) -> dict[str, dict]:
@@ -61,7 +61,7 @@ def transformer_config_fields() -> frozenset[str]:
 @cache
 def mindspeed_keys() -> frozenset[str]:
     """Keys MindSpeed accepts on Ascend beyond stock TransformerConfig (with sources, in the data file)."""
-    return frozenset(json.loads((UPSTREAM_DIR / "mindspeed_core_r0.16.json").read_text())["keys"])
+    return frozenset(load_json_object(UPSTREAM_DIR / "mindspeed_core_r0.16.json")["keys"])
 
 
 MINDSPEED_KEYS = mindspeed_keys()

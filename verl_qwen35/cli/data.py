@@ -60,10 +60,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path.home() / "data" / "geo3k", help="target directory")
     parser.add_argument("--repo", default=REPO, help="Hugging Face dataset repository")
     args = parser.parse_args(argv)
+    if args.out.exists() and not args.out.is_dir():
+        print(f"error  --out {args.out}: a file, not a directory; name a directory (made if missing)", file=sys.stderr)
+        return 2
     try:
         fetch(args.out, args.repo)
     except OfflineError as err:
         print(f"error  {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # the directory cannot be made or written (a parent is a file, no permission, full)
+        where = err.filename or args.out
+        print(f"error  --out {args.out}: {where}: {err.strerror or err}; choose another directory", file=sys.stderr)
         return 2
     print(f"ready  {args.out}: data.train_files={args.out / FILES[0]} data.val_files={args.out / FILES[1]}")
     return 0

@@ -5,11 +5,14 @@ anything else is Hydra's command line for the run itself. The checks that must p
 writes `.hydra/` run in Hydra's own callback (conf/config.yaml, `config/prewrite.py`).
 """
 
+import errno
+import io
 import itertools
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
+from pathlib import Path
 
 import hydra
 from hydra.errors import ConfigCompositionException
@@ -21,11 +24,14 @@ from verl_qwen35.cli.answers import PROG, answered
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import implicit_overrides
 from verl_qwen35.config.errors import resolve_naming_key
-from verl_qwen35.config.prewrite import check_before_writing
+from verl_qwen35.config.overrides import parse_overrides
+from verl_qwen35.config.prewrite import check_before_writing, discard_unstarted_run
 from verl_qwen35.config.resolvers import register_resolvers
 from verl_qwen35.config.schema import register_schema
+from verl_qwen35.config.secrets import redact_config_text
 from verl_qwen35.config.sources import register_sources
-from verl_qwen35.config.yaml_files import check_config_dir
+from verl_qwen35.config.user_conf import check_config_dirs
+from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir
 from verl_qwen35.run.job import MODES, job_context, run_job
 from verl_qwen35.run.stops import sigterm_raised
@@ -106,7 +112,7 @@ def run_hydra(argv: list[str]) -> None:
     Hydra's defaults list, `model=mine` without `parallel/mine_gpu.yaml` is a missing file), the same
     checks name the fault if they can; anything else is raised as it was, for `answered` to explain."""
     sys.argv = [sys.argv[0], *with_implicit(argv)]
-    with hydra_errors_raised():
+    with hydra_errors_raised(), printed_configs_redacted(argv):
         try:
             hydra_main()
         except InterpolationResolutionError as err:
@@ -118,10 +124,69 @@ def run_hydra(argv: list[str]) -> None:
         except (ValueError, ConfigCompositionException):  # OmegaConf's errors are ValueErrors too: after theirs
             check_before_writing(overrides_of(sys.argv[1:]), help.config_dirs(argv), None)
             raise
+        except OSError as err:
+            if err.errno not in DISK_FULL:
+                raise
+            # Hydra's run_job writes .hydra/ before our job starts: a full disk (or a file size limit) there.
+            where = "while Hydra wrote its output"
+            if discarded := discard_unstarted_run():
+                run_dir, removed = discarded
+                done = "removed, nothing half-written is left" if removed else "it was there before: check its .hydra/"
+                where = f"writing the run directory {run_dir} ({done})"
+            raise UserError(
+                f"{err.strerror or os.strerror(err.errno)} {where}; free space there or choose another "
+                "directory with hydra.run.dir=... (hydra.sweep.dir=... for -m)"
+            ) from None
+
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+# Hydra's flags that print the composed config (hydra/_internal/utils.py get_args_parser).
+PRINTING_FLAGS = ("--cfg", "-c", "--info", "-i")
+
+
+@contextmanager
+def printed_configs_redacted(argv: list[str]) -> Iterator[None]:
+    """`--cfg` and `--info` print the config from inside Hydra, where no callback runs: what they print is
+    taken as it comes and shown with secret values masked (config/secrets.py redact_config_text)."""
+    if not any(a in PRINTING_FLAGS or a.startswith(("--cfg=", "--info=")) for a in argv):
+        yield
+        return
+    captured = io.StringIO()
+    try:
+        with redirect_stdout(captured):
+            yield
+    finally:
+        sys.stdout.write(redact_config_text(captured.getvalue()))
+
+
+def not_utf8(argv: list[str]) -> None:
+    """An argument with bytes that are not UTF-8 (Python keeps them as surrogates) would fail when Hydra
+    writes .hydra/overrides.yaml, after it made the run directory: refused first, naming it."""
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise UserError(
+                f"the argument `{shown}` holds bytes that are not UTF-8 text; write it in UTF-8 "
+                "(iconv -t utf-8) or move the value into a --config-dir file"
+            ) from None
+
+
+def user_search_dirs(argv: list[str]) -> list[Path]:
+    """`--config-dir` and `--config-path` (relative to this script's directory, as Hydra reads it) values;
+    a `--config-path` that is not a directory is left to Hydra's own message."""
+    dirs = help.config_dirs(argv)
+    for i, arg in enumerate(argv[:-1]):
+        if arg in ("--config-path", "-cp") and (path := Path(__file__).resolve().parent / argv[i + 1]).is_dir():
+            dirs.append(path)
+    return dirs
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    with answered():
+        not_utf8(argv)
     if argv and argv[0] in SUBCOMMANDS:
         with answered(f"{PROG} {argv[0]}"):
             code = SUBCOMMANDS[argv[0]][0](argv[1:])
@@ -130,16 +195,15 @@ def main(argv: list[str] | None = None) -> int:
     register_resolvers()
     register_schema()
     register_sources()
-    if help.handled(
-        argv, hydra_main, [usage for _, usage in SUBCOMMANDS.values()]
-    ):  # --help, --presets, --help-full, shell completion
-        return 0
+    with answered():  # a --config-dir file beyond the loader's limits, listed by --presets
+        if help.handled(argv, hydra_main, [usage for _, usage in SUBCOMMANDS.values()]):  # --help, --presets, ...
+            return 0
     # A user who sets HYDRA_FULL_ERROR asks for Hydra's tracebacks; everyone else gets one message.
     # SIGTERM (scancel, `timeout`) stops the run or sweep as Ctrl-C does: the sweep's summary, exit 143.
     answer = answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=interrupted)
     with answer, sigterm_raised(), released_when_done():
-        for directory in help.config_dirs(argv):
-            check_config_dir(directory)  # YAML syntax and size limits, before Hydra parses any of it
+        # Every file the user adds to the search path: size and alias limits and secrets, before Hydra parses any.
+        check_config_dirs(parse_overrides(overrides_of(argv)), user_search_dirs(argv))
         run_hydra(argv)
     return 0
 

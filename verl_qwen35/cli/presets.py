@@ -12,6 +12,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 from tabulate import tabulate
 
+from verl_qwen35.config.yaml_files import load_yaml, read_text
 from verl_qwen35.installed import conf_dir, detect_device
 
 COMMAND = "verl-qwen35"
@@ -26,7 +27,7 @@ class Option:
 
     def description(self) -> str:
         """The file's first comment line that is not a `# @package` header (after a leading defaults list)."""
-        lines = self.path.read_text().splitlines()
+        lines = read_text(self.path).splitlines()
         if lines and lines[0].startswith("defaults:"):
             lines = list(itertools.dropwhile(lambda line: line.startswith(("defaults:", " ", "-")) or not line, lines))
         for line in lines:
@@ -37,8 +38,8 @@ class Option:
         return ""
 
     def values(self) -> DictConfig:
-        loaded = OmegaConf.load(self.path)
-        return loaded if isinstance(loaded, DictConfig) else OmegaConf.create()
+        loaded = load_yaml(self.path)  # the loader's limits: a --config-dir file may be an alias bomb
+        return OmegaConf.create(loaded) if isinstance(loaded, dict) else OmegaConf.create()
 
 
 def discover(extra_dirs: Iterable[Path] = ()) -> dict[str, dict[str, Option]]:
@@ -60,7 +61,7 @@ def discover(extra_dirs: Iterable[Path] = ()) -> dict[str, dict[str, Option]]:
 
 def default_choices() -> dict[str, str]:
     """group -> default choice as conf/config.yaml's defaults list writes it (`${model}_${device}` kept)."""
-    defaults = OmegaConf.load(conf_dir() / "config.yaml").get("defaults", [])
+    defaults = OmegaConf.create(load_yaml(conf_dir() / "config.yaml")).get("defaults", [])
     found = {}
     for entry in defaults:
         if isinstance(entry, DictConfig):

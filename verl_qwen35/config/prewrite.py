@@ -5,6 +5,7 @@ the command, by a Hydra callback on run and multirun start (Hydra's public hook 
 composition and before any output directory is made).
 """
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,32 @@ class Refused(BaseException):
         self.error = error
 
 
+# The run directory Hydra is about to make (and whether it is new) between the checks and the job's
+# start: a write that fails there (a full disk) leaves a half-written `.hydra/`, which `discard_unstarted_run`
+# removes when this run made the directory.
+_unstarted: list[tuple[Path, bool]] = []
+
+
+def discard_unstarted_run() -> tuple[Path, bool] | None:
+    """The run (or sweep) directory of a run whose job never started, and whether it was removed: it is
+    when this run made it; one that was there before is left as it is (its `.hydra/` may be partial)."""
+    if not _unstarted:
+        return None
+    path, fresh = _unstarted.pop()
+    if fresh and path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    return path, fresh
+
+
+def _note_unstarted(config: DictConfig, key: str) -> None:
+    _unstarted.clear()
+    try:  # `${now:}` resolves once per config (Hydra's resolver caches), as Hydra's run_job reads it
+        path = Path(str(OmegaConf.select(config, key))).absolute()
+    except Exception:  # noqa: BLE001 - an interpolation Hydra's run_job names itself
+        return
+    _unstarted.append((path, not path.exists()))
+
+
 class PrewriteChecks(Callback):
     """conf/config.yaml's `hydra.callbacks`: the checks above, before Hydra makes a run or sweep directory."""
 
@@ -109,13 +136,21 @@ class PrewriteChecks(Callback):
             check_before_writing(command_line(config), user_config_dirs(config), without_hydra(config))
         except Exception as err:
             raise Refused(err) from err
+        _note_unstarted(config, "hydra.run.dir")
+
+    def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
+        _unstarted.clear()  # `.hydra/` is whole: from here on the run directory is the job's
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        # Each job's own config is composed later, job by job; the overrides hold every swept value.
+        # Each job's own config is composed later, job by job; the overrides hold every swept value, and the
+        # user's files were all scanned. The sweep's own config is saved whole as multirun.yaml: scanned too.
         try:
             check_before_writing(command_line(config), user_config_dirs(config), None)
+            for key, why in config_findings(without_hydra(config)):
+                raise UserError(f"{key}: {why}; refused before anything was written. Instead, {ADVICE}.")
         except Exception as err:
             raise Refused(err) from err
+        _note_unstarted(config, "hydra.sweep.dir")  # multirun.yaml and the first job's .hydra/ come next
 
 
 def command_line(config: DictConfig) -> list[str]:

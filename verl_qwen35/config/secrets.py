@@ -68,13 +68,55 @@ def looks_secret(name: str) -> bool:
     return any(w in SECRET_WORDS or (len(w) > 6 and w.endswith(SECRET_SUFFIXES)) for w in words)
 
 
+# Values that are credentials whatever their variable or key is called. Vendors' token formats
+# (GitHub's "Behind GitHub's new authentication token formats", Hugging Face's `hf_`, OpenAI's `sk-`,
+# GitLab's `glpat-`, Slack's `xox?-`, AWS access key ids, Google API keys), long enough that a
+# config word (`hf_model`, `sk-learn`) never matches.
+TOKEN_PATTERN = re.compile(
+    r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{20,}"
+    r"|sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}|glpat-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35})"
+)
+# scheme://user:password@host: the password is a secret whatever the key is called (submit.address).
+_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)([^/\s@]+)(@)")
+# scheme://TOKEN@host (git's `https://ghp_...@github.com`): a user name that is a token, by a vendor's
+# prefix or by its shape (20+ letters and digits mixed); `git@`, `user@`, `oauth2@` are user names.
+_URL_USER = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/\s:@]+)(@)")
+_TOKEN_PREFIX = re.compile(r"^(?:gh[pousr]_|github_pat_|hf_|sk-|glpat-|xox[abprs]-|AKIA|AIza)[A-Za-z0-9_-]{3,}$")
+
+
+def _token_user(user: str) -> bool:
+    """A URL user name that is a token: a vendor's prefix, or the shape of one (20+ characters of one word,
+    upper and lower case and digits mixed, or 32+ hex digits); `service-account-2024` is a name."""
+    if _TOKEN_PREFIX.match(user):
+        return True
+    if len(user) < 20 or not re.fullmatch(r"[A-Za-z0-9_]+", user):
+        return False
+    mixed = any(c.isupper() for c in user) and any(c.islower() for c in user) and any(c.isdigit() for c in user)
+    return mixed or (len(user) >= 32 and re.fullmatch(r"[0-9a-fA-F]+", user) is not None)
+
+
+def credentials_in(value: str) -> str | None:
+    """What kind of credential a value holds (a URL password, a token as URL user name, a vendor's
+    token), or None. Never the credential itself."""
+    if _URL_PASSWORD.search(value):
+        return "a URL with a password (user:password@host)"
+    if any(_token_user(m.group(2)) for m in _URL_USER.finditer(value)):
+        return "a URL whose user name is a token (https://TOKEN@host)"
+    if TOKEN_PATTERN.search(value):
+        return "what looks like an access token (a vendor's token format)"
+    return None
+
+
 def shell_secrets(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """Secret-looking variables of the launching shell whose value looks like a secret too: 10+
-    characters, not a plain word. `RAY_AUTH_MODE=disabled` would otherwise match every `disabled`."""
+    """The launching shell's secrets: secret-looking variables whose value looks like a secret too
+    (10+ characters, not a plain word: `RAY_AUTH_MODE=disabled` would otherwise match every
+    `disabled`), and any variable whose value holds credentials (`HTTPS_PROXY=http://u:p@proxy`)."""
     return {
         name: value
         for name, value in environ.items()
-        if looks_secret(name) and len(value) >= 10 and not value.isalpha() and " " not in value
+        if (looks_secret(name) and len(value) >= 10 and not value.isalpha() and " " not in value)
+        or credentials_in(value)
     }
 
 
@@ -88,9 +130,9 @@ _KEY_LAST_WORDS = frozenset(SECRET_SUFFIXES) | {"PASS", "PAT", "AUTH", "APIKEY"}
 # (`--export=ALL,NAME=value`), a command (`env NAME=value python`). Zero-width, so `--env=API_KEY=x`
 # yields both `env` and `API_KEY`; `NAME=$NAME` refers to the shell's value and is fine.
 _ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_])(?=([A-Za-z_][A-Za-z0-9_]*)=([^\s,;'\"]*))")
-# scheme://user:password@host: the password is a secret whatever the key is called (submit.address).
-_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@")
 _ENV_READ = re.compile(r"\$\{\s*(?:oc\.env|env)\s*:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)")
+# `${oc.env:${some.key}}`: the variable's name is itself computed, so no check can tell whether it is a secret.
+_ENV_READ_COMPUTED = re.compile(r"\$\{\s*(?:oc\.env|env)\s*:\s*['\"]?\$\{")
 ADVICE = (
     "export it in the shell of every node before `ray start` (Ray workers inherit it there) and keep it "
     "out of the command line and the config, which are printed and saved with every run"
@@ -138,8 +180,13 @@ def findings(path: str, value: Any, shell: Mapping[str, str], in_env: bool | Non
         for var, assigned in _ASSIGNMENT.findall(value):
             if assigned and not assigned.startswith("$") and looks_secret(var):
                 yield path, f"sets the secret-looking variable {var} to a value"
-        if _URL_PASSWORD.search(value):
-            yield path, "holds a URL with a password (user:password@host)"
+        if kind := credentials_in(value):
+            yield path, f"holds {kind}"
+        if _ENV_READ_COMPUTED.search(value):
+            yield (
+                path,
+                "reads an environment variable named by an interpolation (${oc.env:${...}}), which no check can vet",
+            )
         for read in _ENV_READ.findall(value):
             if looks_secret(read):
                 yield path, f"reads the secret-looking variable {read} (its value would be written resolved)"
@@ -172,7 +219,28 @@ def config_findings(cfg: DictConfig) -> list[tuple[str, str]]:
 
 
 def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
-    """Anything printed or saved, with the values of the shell's secret-looking variables masked."""
+    """Anything printed or saved, with the values of the shell's secrets masked, and any URL password,
+    token used as a URL user name or vendor's token (from wherever it came) too."""
     for name, value in (shell_secrets() if environ is None else shell_secrets(environ)).items():
         text = text.replace(value, f"<{name} redacted>")
-    return text
+    text = _URL_PASSWORD.sub(r"\1<redacted>\3", text)
+    text = _URL_USER.sub(lambda m: f"{m.group(1)}<redacted>@" if _token_user(m.group(2)) else m.group(0), text)
+    return TOKEN_PATTERN.sub("<redacted>", text)
+
+
+# A printed config's `key: value` line (OmegaConf.to_yaml's block style).
+_YAML_LINE = re.compile(r"^(\s*(?:- )?)([^\s:#][^:]*?):( +)(\S.*)$", re.MULTILINE)
+
+
+def redact_config_text(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """A printed config (Hydra's `--cfg`, `--info`): `redact`, and the value of every key that looks like
+    it holds a secret (`password: ...`, `HF_TOKEN: ...`) masked; interpolations are shown as written."""
+
+    def masked(line: re.Match[str]) -> str:
+        key, value = line.group(2).strip("'\""), line.group(4)
+        secret_key = config_key_looks_secret(key) or (key.isupper() and looks_secret(key))
+        if not secret_key or value.startswith(("${", "'${", "null", "''", '""')):
+            return line.group(0)
+        return f"{line.group(1)}{line.group(2)}:{line.group(3)}<redacted>"
+
+    return _YAML_LINE.sub(masked, redact(text, environ))

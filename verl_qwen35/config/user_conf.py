@@ -1,27 +1,43 @@
-"""The files a `--config-dir` adds that the command line chooses: mappings, and no secrets (which
-Hydra would copy into `.hydra/config.yaml`). Their types and missing keys are the schema's."""
+"""The files a user adds to Hydra's search path (`--config-dir`, `--config-path`, a `file://` entry of
+`hydra.searchpath`): every one of them is read with limits and scanned for secrets before Hydra
+parses any, because Hydra copies whatever it composes into `.hydra/` and `multirun.yaml`.
+
+Every `.yaml` file under such a directory counts, not only the chosen ones: a group that is not
+ours (`+extra=creds`), a file a preset pulls in through its `defaults:` at any depth, a swept
+choice. Hydra reads no other extension (`hydra/plugins/config_source.py` _normalize_file_name).
+Their types and missing keys are the schema's.
+"""
 
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 
 from hydra.core.override_parser.types import Override
 
 from verl_qwen35.config.choices import DEFAULT_MODEL, OUR_GROUPS, values
 from verl_qwen35.config.secrets import ADVICE, findings, shell_secrets
-from verl_qwen35.config.yaml_files import load_yaml
+from verl_qwen35.config.yaml_files import parse_yaml, read_text
 from verl_qwen35.errors import UserError
 
-
-def _chosen(overrides: list[Override]) -> dict[str, list[str]]:
-    chosen = {o.key_or_group: values(o) for o in overrides if o.package is None and o.key_or_group in OUR_GROUPS}
-    pairs = list(itertools.product(chosen.get("model", [DEFAULT_MODEL]), chosen.get("device", ["gpu"])))
-    chosen.setdefault("parallel", [f"{m}_{d}" for m, d in pairs])
-    chosen.setdefault("tuning", [f"{m}_{d}" for m, d in pairs])
-    return chosen
+FILE_SCHEME = "file://"
 
 
-def _package(path: Path, group: str, text: str) -> str:
-    """Where the file's keys land: `# @package _global_` at the root, else under its group."""
+def searchpath_dirs(overrides: Sequence[Override]) -> list[Path]:
+    """The `file://` directories a `hydra.searchpath=[...]` override adds (`pkg://` ones are installed code)."""
+    found = []
+    for override in overrides:
+        if override.key_or_group.lstrip("+") != "hydra.searchpath" or override.is_delete():
+            continue
+        entries = override.value()
+        for entry in entries if isinstance(entries, list) else [entries]:
+            if isinstance(entry, str) and entry.startswith(FILE_SCHEME):
+                found.append(Path(entry.removeprefix(FILE_SCHEME)))
+    return found
+
+
+def _package(path: Path, root: Path, text: str) -> str:
+    """Where the file's keys land: its `# @package` header, else its group (`a/b/c.yaml` -> `a.b`)."""
+    group = ".".join(path.relative_to(root).parent.parts)
     for line in text.splitlines()[:5]:
         if line.startswith("# @package"):
             package = line.split("@package", 1)[1].strip()
@@ -29,28 +45,42 @@ def _package(path: Path, group: str, text: str) -> str:
     return group
 
 
-def _load(path: Path) -> tuple[str, object]:
-    content = load_yaml(path)  # syntax errors named with file and line; binary files refused
-    return path.read_text(encoding="utf-8"), content
-
-
-def check_config_dirs(overrides: list[Override], config_dirs: list[Path]) -> None:
+def check_user_files(config_dirs: Sequence[Path]) -> None:
+    """Every `.yaml` file under the directories: within the loader's limits and free of secrets."""
     for root in config_dirs:
-        if not root.is_dir():
+        if not Path(root).is_dir():
             raise UserError(f"--config-dir {root}: no such directory (it should hold group folders like parallel/)")
-    if not config_dirs:
-        return
     shell = shell_secrets()
+    for root in map(Path, config_dirs):
+        for path in sorted(root.rglob("*.yaml")):
+            text = read_text(path)
+            content = parse_yaml(text, path)
+            if isinstance(content, dict):
+                content = {k: v for k, v in content.items() if k != "defaults"}  # group choices, not values
+            for key, why in findings(_package(path, root, text), content, shell):
+                raise UserError(f"{path}: {key}: {why}; refused before anything was written. Instead, {ADVICE}.")
+
+
+def _chosen(overrides: Sequence[Override]) -> dict[str, list[str]]:
+    chosen = {o.key_or_group: values(o) for o in overrides if o.package is None and o.key_or_group in OUR_GROUPS}
+    pairs = list(itertools.product(chosen.get("model", [DEFAULT_MODEL]), chosen.get("device", ["gpu"])))
+    chosen.setdefault("parallel", [f"{m}_{d}" for m, d in pairs])
+    chosen.setdefault("tuning", [f"{m}_{d}" for m, d in pairs])
+    return chosen
+
+
+def check_config_dirs(overrides: Sequence[Override], config_dirs: Sequence[Path]) -> None:
+    """`check_user_files` over the `--config-dir`s and search path entries, and the chosen presets of
+    our groups mappings (Hydra's own message for a list names no file)."""
+    dirs = [*config_dirs, *searchpath_dirs(overrides)]
+    check_user_files(dirs)
     for group, names in _chosen(overrides).items():
-        for root, name in itertools.product(config_dirs, names):
-            path = root / group / f"{name}.yaml"
+        for root, name in itertools.product(dirs, names):
+            path = Path(root) / group / f"{name}.yaml"
             if not path.is_file():
                 continue
-            text, content = _load(path)
+            content = parse_yaml(read_text(path), path)
             if content is not None and not isinstance(content, dict):
                 raise UserError(
                     f"{path}: holds a {type(content).__name__}, but a config file must be a mapping of keys"
                 )
-            content = content or {}
-            for key, why in findings(_package(path, group, text), content, shell):
-                raise UserError(f"{path}: {key}: {why}. Instead, {ADVICE}.")

@@ -1,10 +1,14 @@
-"""Read a YAML file someone hands us (a run's launch.yaml, a file to diff) with limits, or say why not.
+"""The one way the package reads a YAML or JSON file, with limits, or says why not in one message naming it.
 
-PyYAML shares aliased nodes while parsing, but OmegaConf copies them when it builds a config,
-so a few lines of nested aliases (a "billion laughs" file) would expand to billions of nodes
-and hang. The node graph is measured as it would expand before anything is built.
+Every file: presets and `--config-dir` files (before Hydra parses them), version matrices, a model's
+config.json, launch records, sweep verdicts, files to diff. PyYAML shares aliased nodes while
+parsing, but OmegaConf copies them when it builds a config, so a few lines of nested aliases (a
+"billion laughs" file) would expand to billions of nodes and hang. The node graph is measured as
+it would expand before anything is built. A file over MAX_BYTES, binary, or not UTF-8 is refused
+before it is parsed; a git-lfs pointer (weights cloned without `git lfs pull`) is named as one.
 """
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -14,7 +18,8 @@ import yaml
 from verl_qwen35.errors import UserError
 
 MAX_BYTES = 32 * 1024 * 1024
-MAX_NODES = 2_000_000  # a resolved verl config has ~2,000
+MAX_NODES = 100_000  # verl's largest config has ~2,200 nodes; OmegaConf builds only ~10k a second
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"  # https://github.com/git-lfs/git-lfs/blob/main/docs/spec.md
 
 
 class ConfigLoader(yaml.SafeLoader):
@@ -63,20 +68,32 @@ def _expanded_size(node: yaml.Node, limit: int, path: Path) -> int:
     return size(node)
 
 
-def load_yaml(path: Path) -> Any:
-    """The file's content as plain data, read the way OmegaConf reads YAML."""
+def read_text(path: Path, kind: str = "YAML") -> str:
+    """The file's text, refused when missing, larger than MAX_BYTES, binary or not UTF-8."""
     path = Path(path)
-    if not path.is_file():
-        raise UserError(f"{path}: no such file")
-    if path.stat().st_size > MAX_BYTES:
-        raise UserError(f"{path}: {path.stat().st_size:,} bytes, larger than any config ({MAX_BYTES:,}); not loaded")
-    raw = path.read_bytes()
+    try:
+        if not path.is_file():
+            raise UserError(f"{path}: no such file" + (" (a directory)" if path.is_dir() else ""))
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise UserError(f"{path}: {size:,} bytes, larger than any config ({MAX_BYTES:,}); not loaded")
+        raw = path.read_bytes()
+    except OSError as err:
+        raise UserError(f"{path}: cannot be read ({err.strerror or err})") from None
+    if raw.startswith(LFS_POINTER):
+        raise UserError(
+            f"{path}: a git-lfs pointer, not the file itself; fetch it with `git lfs pull` in its repository"
+        )
     try:
         if b"\0" in raw:
             raise UnicodeDecodeError("utf-8", raw, raw.index(b"\0"), raw.index(b"\0") + 1, "NUL byte")
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise UserError(f"{path}: a binary file, not YAML text") from None
+        raise UserError(f"{path}: a binary file, not {kind} text") from None
+
+
+def parse_yaml(text: str, path: Path) -> Any:
+    """YAML text as plain data, read the way OmegaConf reads YAML, with the alias limit."""
     loader = ConfigLoader(text)
     loader.name = str(path)
     try:
@@ -91,8 +108,34 @@ def load_yaml(path: Path) -> Any:
         raise UserError(f"{path}{where}: YAML syntax error: {err.problem or err.context}") from None
     except yaml.YAMLError as err:
         raise UserError(f"{path}: not valid YAML: {err}") from None
+    except RecursionError:  # thousands of nested `[[[[`: deeper than any config
+        raise UserError(f"{path}: nested deeper than any config; not loaded") from None
     finally:
         loader.dispose()
+
+
+def load_yaml(path: Path) -> Any:
+    """The file's content as plain data, read the way OmegaConf reads YAML."""
+    return parse_yaml(read_text(path), Path(path))
+
+
+def load_json(path: Path) -> Any:
+    """A JSON file's content (no aliases in JSON; the size and text limits apply)."""
+    text = read_text(path, "JSON")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise UserError(f"{path} line {err.lineno}, column {err.colno}: not valid JSON: {err.msg}") from None
+    except RecursionError:
+        raise UserError(f"{path}: nested deeper than any config; not loaded") from None
+
+
+def load_json_object(path: Path) -> dict[str, Any]:
+    """load_json, refusing anything but an object at the top (a list, a number)."""
+    data = load_json(path)
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: holds a JSON {type(data).__name__}, but it should be an object of keys")
+    return data
 
 
 def load_mapping(path: Path) -> dict[str, Any]:
@@ -103,12 +146,3 @@ def load_mapping(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UserError(f"{path}: holds a {type(data).__name__}, but a config file is a mapping of keys")
     return data
-
-
-def check_config_dir(directory: Path) -> None:
-    """Every YAML file of a `--config-dir` loads within the limits (Hydra would hang on an alias bomb)."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise UserError(f"--config-dir {directory}: no such directory (it should hold group folders like parallel/)")
-    for path in sorted(directory.rglob("*.y*ml")):
-        load_yaml(path)

@@ -10,18 +10,28 @@ from contextlib import contextmanager
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from verl_qwen35.config.secrets import shell_secrets
+
 
 def effective_env(cfg: DictConfig, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """Config defaults with the launching shell's values winning; `unset` names cleared to ''."""
-    values = {name: environ.get(name, str(value)) for name, value in cfg.env.set.items()}
+    """Config defaults with the launching shell's values winning; `unset` names cleared to ''.
+
+    A shell value that holds credentials (`HTTPS_PROXY=http://user:pass@proxy`) is left to the
+    environment like any other secret: not set, recorded or exported by us, the driver and Ray's
+    local workers inherit it (on a cluster, export it before `ray start`)."""
+    secret = shell_secrets(environ)
+    values = {name: environ.get(name, str(value)) for name, value in cfg.env.set.items() if name not in secret}
     values.update({name: "" for name in cfg.env.unset})
     return values
 
 
 def from_shell(cfg: DictConfig, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """Variables whose launching-shell value replaces the config's."""
+    secret = shell_secrets(environ)  # left to the environment (effective_env), never shown
     return {
-        name: environ[name] for name in env_names(cfg) if name in environ and environ[name] != str(cfg.env.set[name])
+        name: environ[name]
+        for name in env_names(cfg)
+        if name in environ and name not in secret and environ[name] != str(cfg.env.set[name])
     }
 
 

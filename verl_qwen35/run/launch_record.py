@@ -49,7 +49,8 @@ def record(cfg: DictConfig, schema: str, environ: dict[str, str] | None = None) 
     environ = dict(os.environ) if environ is None else environ
     used = effective_env(cfg, environ)
     config = OmegaConf.to_container(cfg, resolve=True)
-    config["env"]["set"] = {name: used[name] for name in config["env"]["set"]}
+    # A variable whose shell value holds credentials is left out (effective_env): the shell passes it on.
+    config["env"]["set"] = {name: used[name] for name in config["env"]["set"] if name in used}
     not_recorded = sorted(shell_secrets(environ))
     meta: dict[str, Any] = {
         "written_by": f"verl_qwen35 {__version__}",

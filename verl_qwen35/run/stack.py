@@ -17,11 +17,12 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from verl_qwen35.config.yaml_files import load_yaml
 from verl_qwen35.data import MATRIX_DIR
+from verl_qwen35.errors import UserError
 
 CANN_HOMES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
 CANN_DEFAULT = Path("/usr/local/Ascend/ascend-toolkit/latest")
@@ -45,10 +46,9 @@ class MatrixError(ValueError):
 
 def load_matrix(path: Path) -> list[dict[str, Any]]:
     try:
-        data = OmegaConf.to_container(OmegaConf.load(path))
-    except Exception as err:  # OSError, UnicodeDecodeError, yaml's ScannerError/ParserError, ...
-        detail = str(err).replace("\n", " ")
-        raise MatrixError(f"{path}: not a readable YAML version matrix ({type(err).__name__}: {detail})") from None
+        data = load_yaml(path)  # size and alias limits (an alias bomb in --matrix would hang OmegaConf)
+    except UserError as err:
+        raise MatrixError(f"{err} (not a readable YAML version matrix)") from None
     components = data.get("components") if isinstance(data, dict) else None
     if not isinstance(components, list) or not all(isinstance(c, dict) for c in components):
         raise MatrixError(

@@ -37,6 +37,7 @@ from verl_qwen35.checks.problem import Problem
 from verl_qwen35.config.errors import explain
 from verl_qwen35.config.prewrite import Refused
 from verl_qwen35.config.secrets import redact
+from verl_qwen35.config.yaml_files import load_json
 from verl_qwen35.errors import UserError
 from verl_qwen35.run.sweep_lock import SweepLock, lock_sweep_dir
 
@@ -86,7 +87,8 @@ def write_verdict(
     record = {
         "job": hydra_cfg.job.get("num", 0) if in_multirun() else 0,
         "sweep_id": _ACTIVE.sweep_id if _ACTIVE else None,
-        "overrides": list(hydra_cfg.overrides.task),
+        # As typed: iterating the ListConfig would resolve `x=${oc.env:DB_PASSWORD}` into the file.
+        "overrides": OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False),
         "mode": mode,
         "status": status or ("refused" if errors else "ok"),
         "valid": not errors and status in (None, "ok"),
@@ -121,8 +123,8 @@ def read_record(path: Path) -> dict[str, Any] | None:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode) or info.st_size > VERDICT_MAX_BYTES:
             return None
-        record = json.loads(path.read_text())
-    except (OSError, ValueError, RecursionError):  # RecursionError: `[[[[...` nested past the parser's depth
+        record = load_json(path)  # the one loader: torn, binary, too deep -> UserError
+    except (OSError, UserError):
         return None
     return record if isinstance(record, dict) else None
 
