@@ -43,9 +43,9 @@ def serve_arg_names(sources: dict[str, str]) -> list[str]:
                 names |= {f[2:].replace("-", "_") for f in flags if f.startswith("--")}
             if isinstance(node, ast.ClassDef) and node.name in CLASSES:
                 for item in node.body:
-                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-                        if not item.target.id.startswith("_"):
-                            names.add(item.target.id)
+                    named = isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                    if named and not item.target.id.startswith("_"):
+                        names.add(item.target.id)
     return sorted(names)
 
 

@@ -60,7 +60,8 @@ def packing_problems(cfg: DictConfig, mcore: tuple[int, int] | None) -> list[Pro
                 found.append(
                     error(
                         (key, "megatron.use_remove_padding"),
-                        f"dynamic batch size needs packed sequences (use_remove_padding=true); {remedy.format(key=key)}",
+                        "dynamic batch size needs packed sequences (use_remove_padding=true); "
+                        + remedy.format(key=key),
                     )
                 )
     per_token = "megatron.override_transformer_config.calculate_per_token_loss"

@@ -101,10 +101,10 @@ def sampling_problems(cfg: DictConfig, vllm: VllmInUse) -> list[Problem]:
     found = []
     for label, params in sampling_requests(cfg):
         value, key = params["temperature"]
-        if _number(value):
-            if value < 0 or (vllm.minor >= TEMPERATURE_AT_MOST_2 and not (math.isfinite(value) and value <= 2)):
-                bound = "[0, 2]" if vllm.minor >= TEMPERATURE_AT_MOST_2 else ">= 0"
-                found.append(error(key, f"={value}: vLLM {vllm.shown} takes a {label} temperature in {bound}"))
+        capped = vllm.minor >= TEMPERATURE_AT_MOST_2
+        if _number(value) and (value < 0 or (capped and not (math.isfinite(value) and value <= 2))):
+            bound = "[0, 2]" if capped else "[0, inf)"
+            found.append(error(key, f"={value}: vLLM {vllm.shown} takes a {label} temperature in {bound}"))
         value, key = params["top_p"]
         if _number(value) and not 0 < value <= 1:
             found.append(error(key, f"={value}: vLLM {vllm.shown} takes a {label} top_p in (0, 1]"))
