@@ -77,8 +77,8 @@ def serve_args(minor: tuple[int, int]) -> frozenset[str] | None:
 
 def validates(cfg: DictConfig) -> bool:
     """verl's trainer validates before training (val_before_train) or every test_freq steps (ray_trainer.py fit)."""
-    trainer = cfg.trainer
-    return bool(trainer.get("val_before_train", True)) or (trainer.get("test_freq", -1) or -1) > 0
+    trainer, freq = cfg.trainer, cfg.trainer.get("test_freq", -1)
+    return bool(trainer.get("val_before_train", True)) or (_number(freq) and freq > 0)
 
 
 def sampling_requests(cfg: DictConfig) -> list[tuple[str, dict[str, tuple[Any, str]]]]:
