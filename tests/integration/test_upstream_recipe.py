@@ -125,4 +125,5 @@ def test_the_same_packing_on_gpu_before_megatron_core_0_18_is_refused_naming_the
     assert said.code == 2, said.said
     (packed,) = [line for line in said.err.splitlines() if "packed sequences" in line and "ERROR" in line]
     assert "[megatron.use_remove_padding" in packed and "before megatron-core 0.18" in packed
+    assert re.search(r"^rules      verl \S+, megatron-core 0\.1[67] \((installed; )?stock, GPU", said.err, re.M)
     assert "Traceback" not in said.said
