@@ -25,6 +25,10 @@ SCHEMAS = {"0.8": "v0_8", "0.9": "v0_9"}
 _HERE = Path(__file__).resolve().parent
 # The Ascend image's megatron-core: the rules it implies are assumed when none is installed here.
 ASSUMED_MCORE = (0, 16)
+# The vLLM whose rules are assumed when none is installed here, by device: on GPU the one verl 0.9.1's
+# `vllm` extra pins (vllm==0.24.0; data/matrix/gpu.yaml recommends it), on NPU the Ascend image's
+# vLLM / vllm-ascend 0.18.0 (data/matrix/npu.yaml).
+ASSUMED_VLLM = {"gpu": (0, 24, 0), "npu": (0, 18, 0)}
 
 
 class VerlNotInstalled(UserError, ModuleNotFoundError):
@@ -121,3 +125,12 @@ def verl_config_dir() -> Path:
 def detect_device() -> str:
     """npu on a host with torch_npu installed, else gpu (find_spec imports nothing)."""
     return "npu" if importlib.util.find_spec("torch_npu") is not None else "gpu"
+
+
+@cache
+def installed_vllm() -> tuple[int, ...] | None:
+    """The installed vLLM's release (0, 24, 0), or None; read from package metadata, not imported."""
+    try:
+        return Version(version("vllm")).release
+    except (PackageNotFoundError, InvalidVersion):
+        return None

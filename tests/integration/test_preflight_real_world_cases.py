@@ -193,7 +193,7 @@ REFUSED = [
     ("122b_npu", [f"{M}.recompute_num_layers=5"], "recompute_num_layers"),
     ("397b_gpu", ["parallel.pp=8"], "parallel.pp"),
     # verl 0.9.1 workers/engine/megatron/transformer_impl.py: "calculate_per_token_loss=True requires
-    # use_remove_padding=True", and packed sequences are out for Gated DeltaNet on megatron-core 0.16
+    # use_remove_padding=True"; the preset leaves megatron.use_remove_padding=false
     ("122b_npu", [f"{ADD}.calculate_per_token_loss=true"], "calculate_per_token_loss"),
     # moe/experts.py: "`moe_apply_probs_on_input` only works with `moe_router_topk`=1." (asserted in forward)
     ("35b_gpu", [f"{ADD}.moe_apply_probs_on_input=true"], "moe_apply_probs_on_input"),

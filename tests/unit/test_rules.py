@@ -309,7 +309,7 @@ def test_prompt_plus_response_must_fit_max_model_len_exactly_fitting_passes(key)
     assert _lengths(**base, **{key: 4000}) == []
     (problem,) = _lengths(**base, **{key: 3999})
     assert problem.keys == (key, "data.max_prompt_length", "data.max_response_length")
-    assert "max_prompt_length+max_response_length=1000+3000=4000 exceeds max_model_len=3999" in problem.message
+    assert "max_prompt_length+max_response_length=1000+3000=4000" in problem.message
     assert f"raise {key} to at least 4000" in problem.message
 
 
@@ -323,14 +323,26 @@ def test_without_any_max_model_len_the_checkpoints_positions_are_the_budget():
     assert f"max_position_embeddings={ceiling}" in problem.message
 
 
-def test_two_different_max_model_len_values_warn_and_the_engine_one_counts():
-    (warned, refused) = _lengths(
-        **{ROLLOUT_LEN: 100_000, ENGINE_LEN: 3000, "data.max_prompt_length": 1000, "data.max_response_length": 3000}
-    )
-    assert warned.level == "warning" and "the engine kwargs one (3000) reaches vLLM" in warned.message
-    assert warned.keys == (ENGINE_LEN, ROLLOUT_LEN)
-    assert refused.level == "error" and refused.keys[0] == ENGINE_LEN
-    assert _lengths(**{ROLLOUT_LEN: 4000, ENGINE_LEN: 4000}) == []
+def test_a_rollout_max_model_len_below_prompt_plus_response_is_refused_even_with_a_larger_engine_one():
+    """verl caps each request's max_tokens by rollout.max_model_len - prompt length (vllm_async_server.py
+    generate), whatever the engine's own max_model_len: responses would be cut short silently."""
+    lengths = {"data.max_prompt_length": 1000, "data.max_response_length": 3000}
+    (refused,) = _lengths(**{ROLLOUT_LEN: 3000, ENGINE_LEN: 100_000}, **lengths)
+    assert refused.level == "error" and refused.keys[0] == ROLLOUT_LEN
+    assert "caps each request's max_tokens" in refused.message and f"{ENGINE_LEN}=100000" in refused.message
+    (refused,) = _lengths(**{ROLLOUT_LEN: 100_000, ENGINE_LEN: 3000}, **lengths)
+    assert refused.level == "error" and refused.keys[0] == ENGINE_LEN and "vLLM stops each sequence" in refused.message
+    (warned,) = _lengths(**{ROLLOUT_LEN: 5000, ENGINE_LEN: 4000}, **lengths)
+    assert warned.level == "warning" and warned.keys == (ENGINE_LEN, ROLLOUT_LEN)
+    assert _lengths(**{ROLLOUT_LEN: 4000, ENGINE_LEN: 4000}, **lengths) == []
+
+
+@pytest.mark.parametrize("key", [ROLLOUT_LEN, ENGINE_LEN])
+def test_max_model_len_beyond_the_checkpoints_positions_is_refused_under_its_own_key(key):
+    ceiling = _resolved("35b_gpu").model.max_position_embeddings
+    other = ENGINE_LEN if key == ROLLOUT_LEN else ROLLOUT_LEN
+    (problem,) = _lengths(**{other: None, key: ceiling + 1})
+    assert problem.keys == (key,) and f"max_position_embeddings={ceiling}" in problem.message
 
 
 def test_max_model_len_beyond_the_checkpoints_positions_is_refused_and_equal_passes():
@@ -349,8 +361,20 @@ def test_packed_sequences_need_megatron_core_0_18(mcore, refused):
     assert bool(found) is refused
     if refused:
         assert found[0].keys[0] == "megatron.use_remove_padding"
-        assert f"before megatron-core 0.18 (installed: {mcore[0]}.{mcore[1]})" in found[0].message
+        assert f"before megatron-core 0.18 (installed: {mcore[0]}.{mcore[1]}; on GPU)" in found[0].message
     assert packing_problems(config(**{"megatron.use_remove_padding": False}), mcore) == []
+
+
+@pytest.mark.parametrize("mcore", [(0, 16), None, (0, 18)])
+def test_packed_sequences_on_npu_are_mindspeeds_and_accepted_whatever_megatron_core(mcore):
+    """verl PR #7372 (the 35B NPU recipe) runs use_remove_padding=True with dynamic batches on MindSpeed."""
+    from verl_qwen35.checks.sequences import packing_problems
+
+    packed = {"megatron.use_remove_padding": True, f"{ARR}.model.use_remove_padding": True}
+    dynamic = {f"{ARR}.actor.use_dynamic_bsz": True, f"{ARR}.ref.log_prob_use_dynamic_bsz": True}
+    assert packing_problems(config("35b_npu", **packed, **dynamic), mcore) == []
+    (problem,) = packing_problems(config("35b_npu", **{f"{ARR}.actor.use_dynamic_bsz": True}), mcore)
+    assert "set megatron.use_remove_padding=true or" in problem.message
 
 
 def test_packing_refusal_without_megatron_core_says_which_version_it_assumed():
@@ -370,7 +394,7 @@ def test_dynamic_batch_size_needs_packed_sequences(key):
 
     (problem,) = packing_problems(config(**{key: True, "megatron.use_remove_padding": False}), (0, 18))
     assert problem.keys == (key, "megatron.use_remove_padding")
-    assert "dynamic batch size needs packed sequences" in problem.message and f"set {key}=false" in problem.message
+    assert "dynamic batch size needs packed sequences" in problem.message and f"or {key}=false" in problem.message
     assert packing_problems(config(**{key: True, "megatron.use_remove_padding": True}), (0, 18)) == []
 
 
@@ -1868,7 +1892,7 @@ def test_the_preflights_packing_rule_reads_the_installed_megatron_core(found, re
         installed.installed_mcore.cache_clear()
     if refused:
         (problem,) = packed
-        assert problem.keys[0] == "megatron.use_remove_padding" and "(installed: 0.16)" in problem.message
+        assert problem.keys[0] == "megatron.use_remove_padding" and "(installed: 0.16; on GPU)" in problem.message
     else:
         assert packed == []
 

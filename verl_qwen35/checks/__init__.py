@@ -23,6 +23,7 @@ from verl_qwen35.checks.transformer import mtp_layers_built, mtp_problems, trans
 from verl_qwen35.checks.values import value_problems
 from verl_qwen35.checks.verl_settings import verl_setting_problems
 from verl_qwen35.checks.verl_types import verl_type_problems
+from verl_qwen35.checks.vllm import vllm_problems
 from verl_qwen35.config.secrets import ADVICE, config_findings
 from verl_qwen35.installed import installed_mcore
 from verl_qwen35.model.layout import Layout
@@ -88,6 +89,7 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
         found += batch_problems(cfg, layout, uses_reference(cfg))
     found += packing_problems(cfg, mcore)
     found += length_problems(cfg)
+    found += vllm_problems(cfg, device)
     found += memory_problems(cfg)
     found += patch_value_problems(cfg)
     found += override_key_problems(cfg, device, transformer_config_fields())

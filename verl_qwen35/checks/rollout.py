@@ -44,6 +44,16 @@ def rollout_problems(lo: Layout, arch: DictConfig, engine: str) -> list[Problem]
                 f"{lo.devices_per_node}",
             )
         )
+    if engine == "vllm" and lo.gen_dp > 1 and per_node % lo.gen_tp:
+        # verl 0.8.0 / 0.9.1 vllm_async_server.py vLLMHttpServer.launch_server, with rollout data parallel:
+        # "gpus_per_node should be divisible by tensor_model_parallel_size" (the replica's devices on a node).
+        found.append(
+            error(
+                (KEYS["gen_tp"], KEYS["gen_dp"], KEYS["devices_per_node"]),
+                f"with rollout dp={lo.gen_dp}, vLLM's data-parallel ranks on a node ({per_node} devices) must each "
+                f"hold a whole rollout tp={lo.gen_tp} group; use a rollout tp that divides {per_node}",
+            )
+        )
     if lo.gen_ep > 1 and lo.gen_ep != lo.gen_tp * lo.gen_dp:
         found.append(
             error(
@@ -65,6 +75,15 @@ def rollout_problems(lo: Layout, arch: DictConfig, engine: str) -> list[Problem]
 def rollout_setting_problems(cfg: DictConfig) -> list[Problem]:
     """Rollout settings that fail only after the engines start (or train on nothing)."""
     rollout, found = cfg.actor_rollout_ref.rollout, []
+    moe_tp = rollout.get("moe_tensor_parallel_size")
+    if isinstance(moe_tp, int) and moe_tp > 1 and rollout.name != "trtllm":
+        # verl/workers/config/rollout.py RolloutConfig.__post_init__ (0.8.0, 0.9.1)
+        found.append(
+            error(
+                "actor_rollout_ref.rollout.moe_tensor_parallel_size",
+                f"={moe_tp}: verl supports it only for the trtllm rollout, not {rollout.name}; set it to 1",
+            )
+        )
     if cfg.algorithm.adv_estimator == "grpo" and rollout.n < 2:
         found.append(
             error(

@@ -10,6 +10,7 @@ from verl_qwen35.checks import device_of, preflight
 from verl_qwen35.checks.memory import memory_column
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.sections import structure_problems
+from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.config.errors import resolve_naming_key
 from verl_qwen35.config.patch import link_patch
 from verl_qwen35.config.secrets import redact
@@ -119,6 +120,7 @@ def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) ->
         if not errors:
             for name, value in from_shell(cfg).items():
                 print(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
+    print(rules_line(device_of(cfg)), file=sys.stderr if errors else sys.stdout)  # what the rules assumed
     if errors:
         return refused(len(errors))
     if mode != "launch":
