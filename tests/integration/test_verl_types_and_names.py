@@ -129,8 +129,10 @@ def test_verl_launch_scripts_pass(path):
     """The overrides verl's own launch scripts hand to main_ppo, on verl's own config."""
     text = path.read_text().splitlines()
     lines = [ln for ln in text[: text.index("#ENV")] if ln and not ln.startswith("#")]  # the header names #ENV too
-    if ON_0_9:
-        lines = [ln for ln in lines if "grad_offload=" not in ln]  # gone in verl 0.9 (reference/README.md)
+    # Keys one verl has and the other lacks (reference/README.md): grad_offload left in 0.9, py_executable
+    # came after 0.8 (verl main's uv launch, PR #7127).
+    gone = "grad_offload=" if ON_0_9 else "runtime_env.py_executable="
+    lines = [ln for ln in lines if gone not in ln]
     with initialize_config_dir(str(verl_config_dir()), version_base=None):
         cfg = compose("ppo_trainer", overrides=lines)
     assert type_problems(cfg) + name_problems(cfg) == []

@@ -397,7 +397,7 @@ def test_grpo_needs_two_samples_a_prompt(estimator, n, refused):
     assert bool(found) is refused
     if refused:
         assert found[0].keys == (f"{ARR}.rollout.n",)
-        assert "=1: GRPO normalises rewards within each prompt's group" in found[0].message
+        assert "=1: GRPO's baseline is the mean reward of each prompt's group" in found[0].message
 
 
 @pytest.mark.parametrize(
@@ -1421,25 +1421,26 @@ def test_without_a_readable_verl_version_the_rules_of_verl_0_9_apply(found, tmp_
     string that is not numbers (ValueError): the checks then follow verl 0.9, this package's default."""
     from importlib.metadata import PackageNotFoundError
 
-    from verl_qwen35.checks import verl_settings
+    from verl_qwen35.checks import verl_types
+    from verl_qwen35.checks.verl_names import name_problems
 
     if found == "not installed":
 
         def version(name: str) -> str:
             raise PackageNotFoundError(name)
 
-        monkeypatch.setattr(verl_settings, "version", version)
+        monkeypatch.setattr(verl_types, "version", version)
     else:
         (tmp_path / "verl-dev.dist-info").mkdir()
         (tmp_path / "verl-dev.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: verl\nVersion: dev\n")
         monkeypatch.syspath_prepend(str(tmp_path))
-    verl_settings._verl_minor.cache_clear()
+    verl_types.installed_verl_minor.cache_clear()
     try:
-        assert verl_settings._verl_minor() == (0, 9)
+        assert verl_types.installed_verl_minor() == (0, 9)
         cfg = config(**{"actor_rollout_ref.actor.loss_agg_mode": "token-sum"})
-        assert verl_settings.verl_setting_problems(cfg) == []
+        assert name_problems(cfg) == []
     finally:
-        verl_settings._verl_minor.cache_clear()
+        verl_types.installed_verl_minor.cache_clear()
 
 
 def test_sync_rollout_mode_is_refused_under_its_own_key():
