@@ -421,7 +421,7 @@ def test_grpo_needs_two_samples_a_prompt(estimator, n, refused):
     assert bool(found) is refused
     if refused:
         assert found[0].keys == (f"{ARR}.rollout.n",)
-        assert "=1: GRPO normalises rewards within each prompt's group" in found[0].message
+        assert "=1: GRPO's baseline is the mean reward of each prompt's group" in found[0].message
 
 
 @pytest.mark.parametrize(
@@ -1217,10 +1217,10 @@ def test_mtp_layers_are_refused_where_verl_drops_or_cannot_build_them(asked, ena
 @pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"])
 def test_every_loss_aggregation_mode_of_verl_is_accepted(mode):
     """verl/workers/config/actor.py ActorConfig.__post_init__ valid_loss_agg_modes (0.8.0 and 0.9.1)."""
-    from verl_qwen35.checks.verl_settings import verl_setting_problems
+    from verl_qwen35.checks.verl_names import name_problems
 
-    assert verl_setting_problems(config(**{"actor_rollout_ref.actor.loss_agg_mode": mode})) == []
-    (refused,) = verl_setting_problems(config(**{"actor_rollout_ref.actor.loss_agg_mode": f"{mode}-x"}))
+    assert name_problems(config(**{"actor_rollout_ref.actor.loss_agg_mode": mode})) == []
+    (refused,) = name_problems(config(**{"actor_rollout_ref.actor.loss_agg_mode": f"{mode}-x"}))
     assert refused.keys == ("actor_rollout_ref.actor.loss_agg_mode",)
 
 
@@ -1228,10 +1228,11 @@ def test_token_sum_is_accepted_from_verl_0_9_on():
     """verl 0.9.1 added 'token-sum' to ActorConfig's valid_loss_agg_modes; 0.8.0 refuses it."""
     from importlib.metadata import version
 
-    from verl_qwen35.checks.verl_settings import _verl_minor, verl_setting_problems
+    from verl_qwen35.checks.verl_names import name_problems
+    from verl_qwen35.checks.verl_types import installed_verl_minor
 
-    _verl_minor.cache_clear()  # the installed verl's version is what this case is about: read it here
-    found = verl_setting_problems(config(**{"actor_rollout_ref.actor.loss_agg_mode": "token-sum"}))
+    installed_verl_minor.cache_clear()  # the installed verl's version is what this case is about: read it here
+    found = name_problems(config(**{"actor_rollout_ref.actor.loss_agg_mode": "token-sum"}))
     newer = tuple(int(x) for x in version("verl").split(".")[:2]) >= (0, 9)
     assert [p.keys for p in found] == ([] if newer else [("actor_rollout_ref.actor.loss_agg_mode",)])
 
@@ -1239,20 +1240,21 @@ def test_token_sum_is_accepted_from_verl_0_9_on():
 @pytest.mark.parametrize(("installed", "minor", "refused"), [("0.8.0", (0, 8), True), ("0.10.2", (0, 10), False)])
 def test_token_sum_follows_the_verl_version_importlib_metadata_finds(tmp_path, monkeypatch, installed, minor, refused):
     """A verl distribution's metadata first on sys.path is the one importlib.metadata.version reads."""
-    from verl_qwen35.checks.verl_settings import _verl_minor, verl_setting_problems
+    from verl_qwen35.checks.verl_names import name_problems
+    from verl_qwen35.checks.verl_types import installed_verl_minor
 
     (tmp_path / f"verl-{installed}.dist-info").mkdir()
     (tmp_path / f"verl-{installed}.dist-info" / "METADATA").write_text(
         f"Metadata-Version: 2.1\nName: verl\nVersion: {installed}\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    _verl_minor.cache_clear()
+    installed_verl_minor.cache_clear()
     try:
-        assert _verl_minor() == minor
-        found = verl_setting_problems(config(**{"actor_rollout_ref.actor.loss_agg_mode": "token-sum"}))
+        assert installed_verl_minor() == minor
+        found = name_problems(config(**{"actor_rollout_ref.actor.loss_agg_mode": "token-sum"}))
         assert [p.keys for p in found] == ([("actor_rollout_ref.actor.loss_agg_mode",)] if refused else [])
     finally:
-        _verl_minor.cache_clear()  # read again with the real sys.path by the next caller
+        installed_verl_minor.cache_clear()  # read again with the real sys.path by the next caller
 
 
 @pytest.mark.parametrize(("limit", "refused"), [(0, True), (-1, True), (True, True), (None, True), (1, False)])
@@ -1443,25 +1445,26 @@ def test_without_a_readable_verl_version_the_rules_of_verl_0_9_apply(found, tmp_
     string that is not numbers (ValueError): the checks then follow verl 0.9, this package's default."""
     from importlib.metadata import PackageNotFoundError
 
-    from verl_qwen35.checks import verl_settings
+    from verl_qwen35.checks import verl_types
+    from verl_qwen35.checks.verl_names import name_problems
 
     if found == "not installed":
 
         def version(name: str) -> str:
             raise PackageNotFoundError(name)
 
-        monkeypatch.setattr(verl_settings, "version", version)
+        monkeypatch.setattr(verl_types, "version", version)
     else:
         (tmp_path / "verl-dev.dist-info").mkdir()
         (tmp_path / "verl-dev.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: verl\nVersion: dev\n")
         monkeypatch.syspath_prepend(str(tmp_path))
-    verl_settings._verl_minor.cache_clear()
+    verl_types.installed_verl_minor.cache_clear()
     try:
-        assert verl_settings._verl_minor() == (0, 9)
+        assert verl_types.installed_verl_minor() == (0, 9)
         cfg = config(**{"actor_rollout_ref.actor.loss_agg_mode": "token-sum"})
-        assert verl_settings.verl_setting_problems(cfg) == []
+        assert name_problems(cfg) == []
     finally:
-        verl_settings._verl_minor.cache_clear()
+        verl_types.installed_verl_minor.cache_clear()
 
 
 def test_sync_rollout_mode_is_refused_under_its_own_key():

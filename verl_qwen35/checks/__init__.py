@@ -21,6 +21,7 @@ from verl_qwen35.checks.sequences import length_problems, packing_problems
 from verl_qwen35.checks.submit import submit_problems
 from verl_qwen35.checks.transformer import mtp_layers_built, mtp_problems, transformer_problems, type_problems
 from verl_qwen35.checks.values import value_problems
+from verl_qwen35.checks.verl_names import name_problems
 from verl_qwen35.checks.verl_settings import verl_setting_problems
 from verl_qwen35.checks.verl_types import verl_type_problems
 from verl_qwen35.checks.vllm import vllm_problems
@@ -85,6 +86,7 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     found += rollout_setting_problems(cfg)
     found += weights_problems(cfg)
     found += verl_setting_problems(cfg)
+    found += name_problems(cfg)  # estimators, losses, KL types, loggers, ... (verl's registries)
     if layout.world % (layout.tp * layout.pp * layout.cp) == 0:  # else DP is undefined
         found += batch_problems(cfg, layout, uses_reference(cfg))
     found += packing_problems(cfg, mcore)

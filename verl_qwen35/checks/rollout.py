@@ -88,8 +88,9 @@ def rollout_setting_problems(cfg: DictConfig) -> list[Problem]:
         found.append(
             error(
                 "actor_rollout_ref.rollout.n",
-                f"={rollout.n}: GRPO normalises rewards within each prompt's group, so one sample a prompt gives "
-                "zero advantage; use n >= 2 (the presets use 5 and 6)",
+                f"={rollout.n}: GRPO's baseline is the mean reward of each prompt's group of n samples; with one "
+                "sample verl's compute_grpo_outcome_advantage takes mean 0 and std 1, so each response's advantage "
+                "is its raw reward (no baseline: REINFORCE, not GRPO); use n >= 2 (the presets use 5 and 6)",
             )
         )
     return found

@@ -1,61 +1,108 @@
-"""A verl key given a value of another kind than verl's own default: `trainer.total_epochs=ten`.
+"""A verl key given a value of another kind than verl computes with: `trainer.total_epochs=ten`.
 
 verl builds its config dataclasses (`verl/workers/config/*.py`, `verl/trainer/config/*.py`) from the
-resolved config only after Ray and the workers have started, and plain dict sections (trainer, data)
-are read as they are, so a text where verl expects a number fails hours later, or never loudly. The
-kind of every leaf of the installed verl's flattened trainer config
-(`trainer/config/_generated_ppo_megatron_trainer.yaml`, which verl's own CI keeps current) is what a
-value must keep: a number stays a number (an integer where verl has an integer), a flag a flag. Keys
-whose default is null or text say nothing about their kind and are not judged.
+resolved config only after Ray and the workers have started (Hydra's `instantiate`, which checks no
+type), and reads plain dict sections (trainer, data) as they are, so a text where verl expects a number
+fails hours later, or never loudly. What each key takes ships as data generated from the installed verl
+(`verl_qwen35/data/upstream/verl_<minor>.json`, `scripts/verl_fields.py`; validators/verl_fields.py
+reads it live): the dataclass annotation where verl builds one (an `Optional[int]` that defaults to null
+is an integer), else the kind of the YAML default. Null is verl's "unset" and is never judged here.
 """
 
+import json
 from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Problem, error
-from verl_qwen35.config.yaml_files import load_mapping
-from verl_qwen35.installed import verl_config_dir
+from verl_qwen35.data import UPSTREAM_DIR
 
 BASE = "_generated_ppo_megatron_trainer.yaml"
-
-
-def _leaves(tree: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(tree, dict):
-        found: dict[str, Any] = {}
-        for key, value in tree.items():
-            found |= _leaves(value, f"{prefix}{key}.")
-        return found
-    return {prefix.rstrip("."): tree}
+ASSUMED_VERL = (0, 9)  # the data followed when no verl is installed (the newest release CI runs)
+SAID = {
+    "bool": "true or false",
+    "int": "an integer",
+    "float": "a number",
+    "str": "a text",
+    "list": "a list",
+    "dict": "a mapping",
+}
 
 
 @cache
-def verl_defaults() -> dict[str, bool | int | float]:
-    """Every leaf of verl's trainer config whose default is a flag or a number."""
-    defaults = _leaves(load_mapping(verl_config_dir() / BASE))
-    return {key: value for key, value in defaults.items() if type(value) in (bool, int, float)}
+def installed_verl_minor() -> tuple[int, int]:
+    try:
+        major, minor = version("verl").split(".")[:2]
+        return int(major), int(minor)
+    except (PackageNotFoundError, ValueError):
+        return ASSUMED_VERL
 
 
-def _fits(default: bool | int | float, value: Any) -> bool:
-    """A number for a number (verl's `entropy_coeff: 0` takes 0.001 too), a flag or 0/1 for a flag; null is
-    verl's "unset". Text and sections are what no such key takes."""
+def shipped_verl_minors() -> list[tuple[int, int]]:
+    found = [p.stem.removeprefix("verl_").split(".") for p in UPSTREAM_DIR.glob("verl_*.json")]
+    return sorted((int(a), int(b)) for a, b in found)
+
+
+def shipped_verl_data(minor: tuple[int, int] | None = None) -> dict:
+    """The field list and names of this verl minor (the newest shipped one not newer; else the oldest)."""
+    wanted = minor or installed_verl_minor()
+    shipped = shipped_verl_minors()
+    return _load(max((v for v in shipped if v <= wanted), default=shipped[0]))
+
+
+@cache
+def _load(minor: tuple[int, int]) -> dict:
+    return json.loads((UPSTREAM_DIR / f"verl_{minor[0]}.{minor[1]}.json").read_text())
+
+
+def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """Every node of a config by its dotted key, sections included."""
+    found: dict[str, Any] = {prefix.rstrip("."): tree} if prefix else {}
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            found |= _flat(value, f"{prefix}{key}.")
+    return found
+
+
+def fits(kinds: list[str], value: Any) -> bool:
+    """Whether a value is of one of these kinds. An integer is a number, a number is fine for a text (Hydra
+    reads `experiment_name=2024` as one), 0/1 for a flag; null always (verl's "unset")."""
     if value is None:
         return True
-    if isinstance(default, bool):
-        return isinstance(value, bool | int) and not isinstance(value, float)
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(value, bool):
+        return "bool" in kinds
+    if isinstance(value, int):
+        return bool({"int", "float", "str"} & set(kinds)) or ("bool" in kinds and value in (0, 1))
+    if isinstance(value, float):
+        return bool({"float", "str"} & set(kinds))
+    if isinstance(value, str):
+        return "str" in kinds
+    if isinstance(value, list):
+        return "list" in kinds
+    return "dict" in kinds
+
+
+def expected(kinds: list[str]) -> str:
+    said = [SAID[k] for k in kinds if k in SAID]
+    return " or ".join(said + (["null"] if "null" in kinds else []))
+
+
+def type_problems(cfg: DictConfig, fields: dict[str, dict] | None = None) -> list[Problem]:
+    """One error per verl key whose resolved value is not of a kind verl takes there. A key that follows
+    another by verl's own interpolation (`critic.loss_scale_factor: ${oc.select:actor_rollout_ref.actor.
+    loss_scale_factor,null}`) and holds its bad value is that key's problem, reported once."""
+    fields = shipped_verl_data()["fields"] if fields is None else fields
+    values = _flat(OmegaConf.to_container(cfg, resolve=True))
+    bad = {key for key, spec in fields.items() if key in values and not fits(spec["kinds"], values[key])}
+    return [
+        error(key, f"={values[key]!r}: verl expects {expected(spec['kinds'])} here ({spec['source']}); give one")
+        for key, spec in fields.items()
+        if key in bad and not (spec.get("follows") in bad and values[spec["follows"]] == values[key])
+    ]
 
 
 def verl_type_problems(cfg: DictConfig) -> list[Problem]:
-    """One error per verl key whose resolved value is of another kind than verl's default."""
-    values = _leaves(OmegaConf.to_container(cfg, resolve=True))
-    return [
-        error(
-            key,
-            f"{key}={values[key]!r}: verl expects {'true or false' if isinstance(default, bool) else 'a number'} "
-            f"here (its default is {str(default).lower() if isinstance(default, bool) else default}); give one",
-        )
-        for key, default in verl_defaults().items()
-        if key in values and not _fits(default, values[key])
-    ]
+    """The fast rule, with the field list shipped for the installed verl minor."""
+    return type_problems(cfg)

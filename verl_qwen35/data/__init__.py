@@ -4,4 +4,4 @@ from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent
 MATRIX_DIR = DATA_DIR / "matrix"  # the software stack each device needs (doctor, launch checks)
-UPSTREAM_DIR = DATA_DIR / "upstream"  # megatron-core / MindSpeed field lists (scripts/megatron_fields.py)
+UPSTREAM_DIR = DATA_DIR / "upstream"  # megatron-core / MindSpeed / verl field lists (scripts/*_fields.py)

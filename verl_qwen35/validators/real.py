@@ -28,6 +28,8 @@ from verl_qwen35.checks.transformer import LAYOUT_FIELDS, mtp_layers_built
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.pipeline import FIRST, LAST, OTC, PP, VPP
 from verl_qwen35.validators.rollout_server import real_rollout_problems
+from verl_qwen35.validators.verl_fields import real_type_problems
+from verl_qwen35.validators.verl_names import real_name_problems
 from verl_qwen35.validators.verl_ref import ref_as_verl_builds_it
 
 # Kernels megatron-core checks for at construction; CPU-only installs lack them, the cluster has them.
@@ -369,7 +371,7 @@ def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
     found += real_ddp_problems(cfg)
     if not found:
         print("megatron   TransformerConfig and layer split (megatron-core's own), verl micro-batches: OK")
-    verl_found = real_verl_problems(cfg)
+    verl_found = real_verl_problems(cfg) + real_type_problems(cfg) + real_name_problems(cfg)  # live registries
     if not verl_found:
         print("verl       validate_config and actor/ref/rollout dataclasses: OK")
         verl_found = real_rollout_problems(cfg, device)  # verl's replica placement, vLLM where installed

@@ -1,0 +1,75 @@
+"""The fast preflight (dry_run=true: the shipped field list and names) and the full path (dry_run=full:
+the same rules with the field list and registries read live from the installed verl and megatron-core)
+agree on kinds and names: both refuse naming the same key, or both accept."""
+
+import warnings
+
+import pytest
+
+from verl_qwen35.checks import preflight
+from verl_qwen35.config import compose
+from verl_qwen35.validators.verl_fields import real_type_problems
+from verl_qwen35.validators.verl_names import real_name_problems
+
+A = "actor_rollout_ref.actor"
+KL = f"{A}.use_kl_loss=true"
+TABLE = [
+    # (overrides, the key both refuse, or None when both accept)
+    (["trainer.total_epochs=ten"], "trainer.total_epochs"),
+    (["trainer.total_epochs=15"], None),
+    ([f"{A}.optim.lr=1e-6x"], f"{A}.optim.lr"),
+    ([f"{A}.optim.lr=1"], None),
+    ([f"{A}.optim.lr_warmup_steps=abc"], f"{A}.optim.lr_warmup_steps"),
+    ([f"{A}.optim.lr_warmup_steps=null"], None),
+    ([f"{A}.loss_scale_factor=1.5"], f"{A}.loss_scale_factor"),
+    (["trainer.val_before_train=maybe"], "trainer.val_before_train"),
+    (["trainer.val_before_train=false"], None),
+    ([f"{A}.clip_ratio=true"], f"{A}.clip_ratio"),
+    (["actor_rollout_ref.rollout.temperature=hot"], "actor_rollout_ref.rollout.temperature"),
+    (["algorithm.adv_estimator=grpoo"], "algorithm.adv_estimator"),
+    (["algorithm.adv_estimator=grpo_passk"], None),
+    ([f"{A}.policy_loss.loss_mode=ppo"], f"{A}.policy_loss.loss_mode"),
+    ([f"{A}.policy_loss.loss_mode=gspo"], None),
+    ([f"{A}.loss_agg_mode=seq-mean"], f"{A}.loss_agg_mode"),
+    ([f"{A}.loss_agg_mode=seq-mean-token-sum-norm"], None),
+    ([KL, f"{A}.kl_loss_type=full"], f"{A}.kl_loss_type"),
+    ([KL, f"{A}.kl_loss_type=low_var_kl+"], None),
+    ([f"{A}.use_kl_loss=false", f"{A}.kl_loss_type=full"], None),  # verl never calls kl_penalty then
+    (["algorithm.use_kl_in_reward=true", "algorithm.kl_penalty=k4"], "algorithm.kl_penalty"),
+    (["algorithm.rollout_correction.rollout_is=seq"], "algorithm.rollout_correction.rollout_is"),
+    (["algorithm.rollout_correction.rollout_is=sequence"], None),
+    (['algorithm.rollout_correction.rollout_rs="token_k1,seq_k3"'], "algorithm.rollout_correction.rollout_rs"),
+    (["algorithm.rollout_correction.rollout_rs=seq_mean_k3"], None),
+    (
+        ["algorithm.rollout_correction.bypass_mode=true", "algorithm.rollout_correction.loss_type=ppo"],
+        "algorithm.rollout_correction.loss_type",
+    ),
+    (["reward.reward_manager.name=naiv"], "reward.reward_manager.name"),
+    (["reward.reward_manager.name=dapo"], None),
+    (["reward_model.reward_manager=primee"], "reward_model.reward_manager"),
+    (["trainer.logger=[console,wandbb]"], "trainer.logger"),
+    (["trainer.logger=[console,swanlab]"], None),
+    (["actor_rollout_ref.rollout.name=hf"], "actor_rollout_ref.rollout.name"),
+    (["actor_rollout_ref.rollout.name=sglang"], None),
+    ([f"{A}.optim.optimizer=AdamW"], f"{A}.optim.optimizer"),
+    ([f"{A}.optim.lr_decay_style=inverse_square_root"], f"{A}.optim.lr_decay_style"),
+    ([f"{A}.optim.lr_decay_style=inverse-square-root"], None),
+    ([f"{A}.optim.lr_decay_style=WSD", f"{A}.optim.lr_wsd_decay_style=constant"], f"{A}.optim.lr_wsd_decay_style"),
+    ([f"{A}.optim.lr_decay_style=WSD", f"{A}.optim.lr_wsd_decay_style=minus_sqrt"], None),
+    ([f"{A}.optim.weight_decay_incr_style=exponential"], f"{A}.optim.weight_decay_incr_style"),
+]
+
+
+@pytest.fixture(scope="module")
+def live():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # megatron-core: Transformer Engine and Apex are not installed
+        yield
+
+
+@pytest.mark.parametrize(("overrides", "key"), TABLE, ids=[" ".join(o) for o, _ in TABLE])
+def test_fast_and_full_agree(live, overrides, key):
+    cfg = compose(["model=35b", "device=gpu", *overrides])
+    fast = sorted({k for p in preflight(cfg, machine_missing="warning") if p.level == "error" for k in p.keys})
+    full = sorted({k for p in real_type_problems(cfg) + real_name_problems(cfg) for k in p.keys})
+    assert fast == full == ([key] if key else [])
