@@ -27,6 +27,7 @@ from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.transformer import LAYOUT_FIELDS, mtp_layers_built
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.pipeline import FIRST, LAST, OTC, PP, VPP
+from verl_qwen35.validators.rehearsal import rehearsal_problems
 from verl_qwen35.validators.verl_ref import ref_as_verl_builds_it
 
 # Kernels megatron-core checks for at construction; CPU-only installs lack them, the cluster has them.
@@ -371,4 +372,5 @@ def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
     verl_found = real_verl_problems(cfg)
     if not verl_found:
         print("verl       validate_config and actor/ref/rollout dataclasses: OK")
+        verl_found = rehearsal_problems(cfg)  # the dataclasses it builds were just accepted
     return found + verl_found
