@@ -68,6 +68,15 @@ _SCHEDULER_KEYS = {
     "wd_incr_steps": ("trainer.total_training_steps",),
     "decay_ratio": (f"{OPTIM}.lr_decay_steps", f"{OPTIM}.lr_warmup_steps"),
 }
+# Words of megatron-core's OptimizerConfig asserts: (pattern, OptimizerConfig field, verl key when not overridden).
+_OPTIMIZER_WORDS = [
+    (r"only supported with adam", "optimizer", f"{OPTIM}.optimizer"),
+    (
+        r"only supported with distributed optimizer",
+        "use_distributed_optimizer",
+        f"{ACTOR}.megatron.use_distributed_optimizer",
+    ),
+]
 MAX_STEPS = 200_000  # a schedule longer than this is stepped only this far (a fraction of a second)
 
 
@@ -134,7 +143,8 @@ def advantage_problems(cfg: DictConfig, data: Any) -> tuple[list[Problem], Any]:
         try:
             kl_ctrl = core_algos.get_kl_controller(algo.kl_ctrl)
         except Exception as err:  # AssertionError (horizon), NotImplementedError (type)
-            return [error(f"{ALGO}.kl_ctrl", f"verl's get_kl_controller refused it: {_said(err)}")], None
+            key = f"{ALGO}.kl_ctrl.horizon" if "horizon" in str(err) else f"{ALGO}.kl_ctrl.type"
+            return [error(key, f"verl's get_kl_controller refused it: {_said(err)}")], None
         try:
             data, _ = apply_kl_penalty(data, kl_ctrl=kl_ctrl, kl_penalty=algo.kl_penalty)
         except Exception as err:  # NotImplementedError for a penalty kl_penalty lacks
@@ -241,10 +251,13 @@ def _machine_matter(message: str) -> bool:
 
 
 def _optimizer_refusal(node: DictConfig, said: str) -> Problem:
+    """The overrides named in megatron-core's message, and the verl keys behind its words."""
     override = dict(node.get("override_optimizer_config") or {})
-    named = [k for k in override if re.search(rf"\b{re.escape(k)}\b", said)]
-    keys = tuple(f"{OPTIM}.override_optimizer_config.{k}" for k in named) or (OPTIM,)
-    return error(keys, f"megatron-core's OptimizerConfig refused it: {said}")
+    keys = [f"{OPTIM}.override_optimizer_config.{k}" for k in override if re.search(rf"\b{re.escape(k)}\b", said)]
+    for pattern, name, key in _OPTIMIZER_WORDS:
+        if re.search(pattern, said):
+            keys.append(f"{OPTIM}.override_optimizer_config.{name}" if name in override else key)
+    return error(tuple(dict.fromkeys(keys)) or (OPTIM,), f"megatron-core's OptimizerConfig refused it: {said}")
 
 
 def optimizer_rehearsal(cfg: DictConfig, steps: Steps) -> list[Problem]:
