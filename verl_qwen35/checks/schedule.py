@@ -78,15 +78,17 @@ def train_rows(cfg: DictConfig) -> int | None:
 def training_steps(cfg: DictConfig, rows: int | None) -> Steps:
     data, trainer = cfg.data, cfg.trainer
     batch = data.train_batch_size if uses_v1_trainer(cfg) else (data.get("gen_batch_size") or data.train_batch_size)
-    per_epoch = None if rows is None else rows // batch
+    per_epoch = None if rows is None or not _whole(batch) or batch < 1 else rows // batch
     total = trainer.get("total_training_steps")
-    if total is None and per_epoch is not None:
+    if total is None and per_epoch is not None and _whole(trainer.get("total_epochs")):
         total = per_epoch * trainer.total_epochs
+    if not _whole(total):
+        return Steps(per_epoch, None, None)  # a value of another type is reported by the type rules
     return Steps(per_epoch, total, None if total is None else total * parameter_sync_step(cfg))
 
 
-def _set(value: object) -> bool:
-    return value is not None
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def scheduler_arguments(optim: DictConfig, optimizer_steps: int) -> dict:
