@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import verl_qwen35
 from verl_qwen35.checks import preflight
 from verl_qwen35.config import compose
 from verl_qwen35.validators.rehearsal import rehearsal_problems
@@ -214,3 +215,14 @@ def test_a_resume_path_that_exists_passes(cli, data, tmp_path):
         f"trainer.resume_from_path={step}",
     )
     assert said.code == 0, said.said
+
+
+def test_full_dry_run_rehearses_and_a_launch_refuses_before_ray(tmp_path, data):
+    """The user's shell path: dry_run=full runs the rehearsal; a launch refuses a bad loss before Ray starts."""
+    run = verl_qwen35(tmp_path, "model=35b", "device=gpu", "dry_run=full", *data)
+    assert run.returncode == 0, run.stderr
+    assert "rehearsal  grpo advantage (n=5), vanilla loss, optimizer and LR schedule, 120 optimizer steps" in run.stdout
+    run = verl_qwen35(tmp_path, "model=35b", "device=gpu", *data, f"{A}.clip_ratio_c=0.5")
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert f"ERROR   [{A}.clip_ratio_c]" in run.stderr
+    assert "Started a local Ray" not in run.stdout + run.stderr and "Traceback" not in run.stderr
