@@ -37,8 +37,17 @@ PRESET = ["device=npu", "model=122b"]
 SWEEP = ["parallel.tp=2,4", "parallel.ep=8,16", "parallel.gen_tp=8,16", "parallel.cp=1,2", "parallel.vpp=null,3"]
 # The planner's biggest shipped search: 397B on 16 x 16 Ascend devices.
 PLAN = ["model=397b", "device=npu", "--top", "10"]
-SECTIONS = ("dryrun", "cfg", "sweep", "planner", "sweep-memory")
-DRYRUN_MAX, CFG_MAX, SWEEP_MAX_SINGLES, PLANNER_MAX = 1.0, 0.8, 20.0, 3.0
+SECTIONS = ("dryrun", "cfg", "sweep", "planner", "full", "sweep-memory")
+DRYRUN_MAX, CFG_MAX, SWEEP_MAX_SINGLES, PLANNER_MAX, FULL_MAX = 1.0, 0.8, 20.0, 3.0, 30.0
+# dry_run=full reads the data files (their rows set the run's steps): one batch of the preset, written here.
+WRITE_DATA = """
+import sys, pyarrow as pa, pyarrow.parquet as pq
+rows = 128
+table = pa.table({"prompt": [[{"role": "user", "content": "1+1?"}]] * rows, "data_source": ["geo3k"] * rows,
+                  "reward_model": [{"style": "rule", "ground_truth": "2"}] * rows})
+for path in sys.argv[1:]:
+    pq.write_table(table, path)
+"""
 # Peak RSS of a 1,000-job dry-run sweep (one process runs every job): each job's configs must be let go
 # when it ends (run/sweep.py SweepSummary.on_job_end). One value swept over 1,000 jobs that all pass.
 MEMORY_JOBS, MEMORY_SMALL_JOBS, SWEEP_RSS_MAX_MIB = 1000, 10, 500
@@ -174,6 +183,16 @@ def main(argv: list[str] | None = None) -> None:
             wall = runner.median("planner (" + " ".join(plan[1:]) + ")", plan)
             rows.append(("planner 397B 16x16", seconds(wall), f"< {PLANNER_MAX} s", verdict(wall < PLANNER_MAX), ""))
 
+        if "full" in only:
+            if info["torch"]:
+                data = [runner.cwd / "train.parquet", runner.cwd / "test.parquet"]
+                runner.call(["-c", WRITE_DATA, *map(str, data)])
+                files = [f"data.train_files={data[0]}", f"data.val_files={data[1]}"]
+                wall = runner.median("dry_run=full", ["-m", "verl_qwen35", *PRESET, "dry_run=full", *files])
+                rows.append(("dry_run=full", seconds(wall), f"< {FULL_MAX:.0f} s", verdict(wall < FULL_MAX), ""))
+            else:
+                print("dry_run=full: skipped, it needs torch, megatron-core and verl")
+                rows.append(("dry_run=full", "skipped", f"< {FULL_MAX:.0f} s", "", "no torch"))
         if "sweep-memory" in only:
             rows.append(sweep_memory(runner))
 

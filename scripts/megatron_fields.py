@@ -55,15 +55,18 @@ def field_kinds(dataclass: type) -> dict[str, dict]:
 
 def describe() -> dict:
     from megatron.core.distributed.distributed_data_parallel_config import DistributedDataParallelConfig
+    from megatron.core.optimizer.optimizer_config import OptimizerConfig
     from megatron.core.transformer.transformer_config import TransformerConfig
 
     return {
         "megatron_core": version("megatron-core"),
         "source": "megatron/core/transformer/transformer_config.py + model_parallel_config.py (dataclass fields); "
-        "ddp_fields: megatron/core/distributed/distributed_data_parallel_config.py",
+        "ddp_fields: megatron/core/distributed/distributed_data_parallel_config.py; "
+        "optimizer_fields: megatron/core/optimizer/optimizer_config.py",
         "generated_by": "scripts/megatron_fields.py",
         "fields": field_kinds(TransformerConfig),
         "ddp_fields": field_kinds(DistributedDataParallelConfig),
+        "optimizer_fields": field_kinds(OptimizerConfig),
     }
 
 
@@ -76,7 +79,7 @@ def main() -> None:
     if "--check" in sys.argv:
         current = path.read_text() if path.is_file() else ""
         shipped = json.loads(current or "{}")
-        if any(shipped.get(k) != data[k] for k in ("fields", "ddp_fields")):
+        if any(shipped.get(k) != data[k] for k in ("fields", "ddp_fields", "optimizer_fields")):
             print(f"{path} is stale: run python scripts/megatron_fields.py")
             sys.exit(1)
         return

@@ -392,8 +392,13 @@ def test_heldout_full_dry_run_accepts_fp8_on_gpu(cli, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    rows = 128  # one training batch (model=122b): fewer rows leave verl's train dataloader empty
     table = pa.table(
-        {"prompt": [[{"role": "user", "content": "hi"}]], "data_source": ["x"], "reward_model": [{"ground_truth": "1"}]}
+        {
+            "prompt": [[{"role": "user", "content": "hi"}]] * rows,
+            "data_source": ["x"] * rows,
+            "reward_model": [{"ground_truth": "1"}] * rows,
+        }
     )
     for name in ("train", "test"):
         pq.write_table(table, tmp_path / f"{name}.parquet")

@@ -21,8 +21,11 @@ ROW = {
 }
 
 
+ROWS = 128  # one training batch of the largest preset: fewer rows make verl's train dataloader empty
+
+
 def write_parquet(path, drop=()):
-    pd.DataFrame([{k: v for k, v in ROW.items() if k not in drop}]).to_parquet(path)
+    pd.DataFrame([{k: v for k, v in ROW.items() if k not in drop}] * ROWS).to_parquet(path)
     return path
 
 

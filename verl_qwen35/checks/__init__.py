@@ -2,6 +2,7 @@
 
 from omegaconf import DictConfig, OmegaConf
 
+from verl_qwen35.checks.algorithm import algorithm_problems
 from verl_qwen35.checks.batches import batch_problems, uses_reference
 from verl_qwen35.checks.files import data_problems, model_path_problems
 from verl_qwen35.checks.layout import layout_problems, positive_problems, sequence_parallel_problems
@@ -13,12 +14,15 @@ from verl_qwen35.checks.megatron_keys import (
     transformer_config_fields,
 )
 from verl_qwen35.checks.memory import memory_problems
+from verl_qwen35.checks.optimizer import optimizer_problems
 from verl_qwen35.checks.parity import layout_source_errors, parity_errors, unknown_patch_errors
 from verl_qwen35.checks.problem import Level, Problem, error
 from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problems, weights_problems
+from verl_qwen35.checks.schedule import schedule_problems, train_rows, training_steps
 from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.checks.sequences import length_problems, packing_problems
 from verl_qwen35.checks.submit import submit_problems
+from verl_qwen35.checks.trainer import trainer_problems
 from verl_qwen35.checks.transformer import mtp_layers_built, mtp_problems, transformer_problems, type_problems
 from verl_qwen35.checks.values import value_problems
 from verl_qwen35.checks.verl_names import name_problems
@@ -87,6 +91,8 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     found += weights_problems(cfg)
     found += verl_setting_problems(cfg)
     found += name_problems(cfg)  # estimators, losses, KL types, loggers, ... (verl's registries)
+    found += algorithm_problems(cfg) + trainer_problems(cfg, machine_missing) + optimizer_problems(cfg)
+    found += schedule_problems(cfg, training_steps(cfg, train_rows(cfg)))
     if layout.world % (layout.tp * layout.pp * layout.cp) == 0:  # else DP is undefined
         found += batch_problems(cfg, layout, uses_reference(cfg))
     found += packing_problems(cfg, mcore)

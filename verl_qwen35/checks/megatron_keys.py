@@ -53,6 +53,12 @@ def ddp_field_spec(mcore: tuple[int, int] | None = None) -> dict[str, dict]:
     return _shipped_data(mcore)["ddp_fields"]
 
 
+def optimizer_field_spec(mcore: tuple[int, int] | None = None) -> dict[str, dict]:
+    """OptimizerConfig field name -> {"kinds": [...]}: verl builds it from `actor.optim` and its
+    `override_optimizer_config` (verl/utils/megatron/optimizer.py `init_megatron_optim_config`)."""
+    return _shipped_data(mcore)["optimizer_fields"]
+
+
 def transformer_config_fields() -> frozenset[str]:
     """Field names of TransformerConfig (and its dataclass bases) for the megatron-core in use."""
     return frozenset(field_spec())

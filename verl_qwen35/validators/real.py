@@ -27,6 +27,7 @@ from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.transformer import LAYOUT_FIELDS, mtp_layers_built
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.pipeline import FIRST, LAST, OTC, PP, VPP
+from verl_qwen35.validators.rehearsal import rehearsal_problems
 from verl_qwen35.validators.rollout_server import real_rollout_problems
 from verl_qwen35.validators.verl_fields import real_type_problems
 from verl_qwen35.validators.verl_names import real_name_problems
@@ -374,5 +375,6 @@ def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
     verl_found = real_verl_problems(cfg) + real_type_problems(cfg) + real_name_problems(cfg)  # live registries
     if not verl_found:
         print("verl       validate_config and actor/ref/rollout dataclasses: OK")
-        verl_found = real_rollout_problems(cfg, device)  # verl's replica placement, vLLM where installed
+        # verl's replica placement, vLLM where installed; the rehearsal builds dataclasses just accepted
+        verl_found = real_rollout_problems(cfg, device) + rehearsal_problems(cfg)
     return found + verl_found

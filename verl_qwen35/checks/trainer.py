@@ -1,0 +1,126 @@
+"""Resume settings and trainer modes whose asserts fire only after Ray and the workers have started.
+
+Upstream:
+- resume: `_load_checkpoint` of `verl/trainer/ppo/ray_trainer.py` (verl 0.8.0; 0.9.1 with
+  `trainer.use_v1=false`) and of `verl/trainer/ppo/v1/trainer_base.py` (0.9.1's default): resume_mode is
+  auto, disable or resume_path (v1 logs anything else and fails on an unbound folder); resume_path asserts
+  `isinstance(resume_from_path, str)` and `"global_step_" in resume_from_path`, then reads the step with
+  `int(path.split("global_step_")[-1])` and loads `<path>/actor`; the v0 trainer raises
+  NotImplementedError("load from hdfs is not implemented yet") when `default_hdfs_dir` is set;
+- modes: `RayPPOTrainer.__init__` asserts `actor_rollout_ref.hybrid_engine` (v0); verl 0.9.1's
+  `PPOTrainerSeparateAsync.__init__` (`v1/trainer_separate_async.py`) asserts train_batch_size ==
+  parameter_sync_step * ppo_mini_batch_size, rollout.nnodes > 0, rollout.n_gpus_per_node > 0 and a
+  checkpoint engine other than "naive"; `v1/replay_buffer.py` `ReplayBuffer.__init__` asserts
+  max_off_policy_threshold (a positive integer or null) and max_off_policy_strategy in drop|wait;
+  `PPOTrainer._resolve_filter_groups_metric` raises when filter_groups is enabled without a metric, and
+  `_validate_mode_config` wants a positive max_inflight_gen_batches with one.
+"""
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from verl_qwen35.checks.problem import Level, Problem, error
+from verl_qwen35.checks.schedule import parameter_sync_step, uses_v1_trainer
+
+RESUME_MODES = ("auto", "disable", "resume_path")
+RESUME = "trainer.resume_from_path"
+ON_THIS_MACHINE = " [machine check: an error at launch and with dry_run=full]"
+
+
+def resume_problems(cfg: DictConfig, missing: Level = "error") -> list[Problem]:
+    mode = cfg.trainer.get("resume_mode", "auto")
+    if mode not in RESUME_MODES:
+        return [error("trainer.resume_mode", f"={mode!r} is not one of {list(RESUME_MODES)}")]
+    if mode == "disable":
+        return []
+    found = []
+    if not uses_v1_trainer(cfg) and cfg.trainer.get("default_hdfs_dir") is not None:
+        found.append(
+            error(
+                ("trainer.default_hdfs_dir", "trainer.resume_mode"),
+                "is set: verl's trainer cannot resume from HDFS (NotImplementedError); set it to null or "
+                "trainer.resume_mode=disable",
+            )
+        )
+    if mode != "resume_path":
+        return found
+    path = cfg.trainer.get("resume_from_path")
+    if not isinstance(path, str) or "global_step_" not in path:
+        return found + [
+            error(
+                (RESUME, "trainer.resume_mode"),
+                f"={path!r}: resume_mode=resume_path needs the path of a checkpoint step, .../global_step_<N>",
+            )
+        ]
+    step = path.split("global_step_")[-1]
+    if not step.isdigit():
+        return found + [
+            error(RESUME, f"={path!r}: verl reads the step as int({step!r}); end the path with global_step_<N>")
+        ]
+    actor = Path(path).expanduser() / "actor"
+    if not actor.is_dir():
+        where = ON_THIS_MACHINE if missing == "warning" else ""
+        found.append(Problem(missing, (RESUME,), f"{actor} does not exist; verl loads the actor from it{where}"))
+    return found
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def mode_problems(cfg: DictConfig) -> list[Problem]:
+    if not uses_v1_trainer(cfg):
+        if not cfg.actor_rollout_ref.get("hybrid_engine", True):
+            return [error("actor_rollout_ref.hybrid_engine", "=false: verl's trainer supports the hybrid engine only")]
+        return []
+    found = []
+    v1 = cfg.trainer.v1
+    if v1.get("trainer_mode") == "separate_async":
+        sync, train = parameter_sync_step(cfg), cfg.data.train_batch_size
+        mini = cfg.actor_rollout_ref.actor.ppo_mini_batch_size
+        if train != sync * mini:
+            found.append(
+                error(
+                    ("trainer.v1.separate_async.parameter_sync_step", "data.train_batch_size"),
+                    f"separate_async needs train_batch_size ({train}) == parameter_sync_step ({sync}) * "
+                    f"ppo_mini_batch_size ({mini})",
+                )
+            )
+        rollout = cfg.actor_rollout_ref.rollout
+        for name in ("nnodes", "n_gpus_per_node"):
+            if not (_whole(rollout.get(name)) and rollout.get(name) > 0):
+                found.append(
+                    error(f"actor_rollout_ref.rollout.{name}", f"={rollout.get(name)}: separate_async needs > 0")
+                )
+        if OmegaConf.select(rollout, "checkpoint_engine.backend", default=None) == "naive":
+            found.append(
+                error(
+                    "actor_rollout_ref.rollout.checkpoint_engine.backend",
+                    "=naive: separate_async needs nccl, nixl, mooncake or another transfer backend",
+                )
+            )
+    sampler = v1.get("sampler") or {}
+    threshold = sampler.get("max_off_policy_threshold")
+    if threshold is not None and not (_whole(threshold) and threshold > 0):
+        found.append(
+            error("trainer.v1.sampler.max_off_policy_threshold", f"={threshold!r}: a positive integer, or null")
+        )
+    strategy = sampler.get("max_off_policy_strategy", "drop")
+    if strategy not in ("drop", "wait"):
+        found.append(error("trainer.v1.sampler.max_off_policy_strategy", f"={strategy!r} is not one of drop, wait"))
+    groups = cfg.algorithm.get("filter_groups") or {}
+    custom = OmegaConf.select(sampler, "custom_sampler.path", default=None) if sampler else None
+    if groups.get("enable") and not custom:
+        inflight = groups.get("max_inflight_gen_batches", 1)
+        if not groups.get("metric"):
+            found.append(error("algorithm.filter_groups.metric", "must be set when filter_groups.enable=true"))
+        elif not (_whole(inflight) and inflight > 0):
+            found.append(
+                error("algorithm.filter_groups.max_inflight_gen_batches", f"={inflight!r}: a positive integer")
+            )
+    return found
+
+
+def trainer_problems(cfg: DictConfig, missing: Level = "error") -> list[Problem]:
+    return resume_problems(cfg, missing) + mode_problems(cfg)
