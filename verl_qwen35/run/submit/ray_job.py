@@ -14,6 +14,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from verl_qwen35.run.environment import effective_env
+from verl_qwen35.run.launch_record import digest
 from verl_qwen35.run.submit.base import SubmitError, relaunch_argv
 
 
@@ -33,14 +34,20 @@ def runtime_env(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     return env
 
 
-def entrypoint(cfg: DictConfig) -> str:
-    return shlex.join(relaunch_argv(cfg, "."))
+def entrypoint(cfg: DictConfig, launch_digest: str) -> str:
+    """The job's command line (quoted by shlex.join); it relaunches only the record as written at submission."""
+    return shlex.join([*relaunch_argv(cfg, "."), "--digest", launch_digest])
 
 
 def submit_ray_job(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
     """Write launch.yaml and submit the job (unless dry); its submission id."""
-    address, command, env = cfg.submit.address, entrypoint(cfg), runtime_env(cfg, run_dir)
-    print(f"ray_job    {address}: {command} (working_dir {run_dir}, {len(env['env_vars'])} env vars)")
+    address, env = cfg.submit.address, runtime_env(cfg, run_dir)
+
+    def announce(record: Path) -> str:
+        command = entrypoint(cfg, digest(record))
+        print(f"ray_job    {address}: {command} (working_dir {run_dir}, {len(env['env_vars'])} env vars)")
+        return command
+
     if not Path(str(cfg.trainer.default_local_dir)).is_absolute():
         print(
             f"WARNING [trainer.default_local_dir] {cfg.trainer.default_local_dir} is relative: on the cluster it is "
@@ -49,14 +56,14 @@ def submit_ray_job(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file:
             file=sys.stderr,
         )
     if dry:
-        write_launch_file()
+        announce(write_launch_file())
         print("ray_job    dry run, not submitted")
         return None
     from ray.job_submission import JobSubmissionClient
 
     try:
         client = JobSubmissionClient(address)  # checks that the cluster answers
-        write_launch_file()
+        command = announce(write_launch_file())
         job_id = client.submit_job(entrypoint=command, runtime_env=env)
     except Exception as err:  # ConnectionError, ValueError, RuntimeError, and Ray's own RPC errors
         raise SubmitError(
