@@ -9,6 +9,7 @@ a Slurm job pins its sha256 (`digest`), which the relaunch on the cluster checks
 
 import hashlib
 import os
+import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +50,22 @@ def shared_storage_warning(cfg: DictConfig) -> str | None:
     return None
 
 
+# `${` (after any run of backslashes) in a resolved value: OmegaConf would read it back as an interpolation.
+_INTERPOLATION_START = re.compile(r"(\\*)\$\{")
+
+
+def literal(value: Any) -> Any:
+    """A resolved value as OmegaConf must read it back: each `${` escaped (`\\${`, backslashes before it doubled),
+    so a shell value like `a${IFS}b` stays that text instead of becoming an interpolation of the record."""
+    if isinstance(value, str):
+        return _INTERPOLATION_START.sub(lambda m: m.group(1) * 2 + "\\${", value)
+    if isinstance(value, dict):
+        return {key: literal(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [literal(item) for item in value]
+    return value
+
+
 def record(cfg: DictConfig, schema: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
     """The launch record as plain data: metadata, then the resolved config with the env really used."""
     environ = dict(os.environ) if environ is None else environ
@@ -72,7 +89,7 @@ def record(cfg: DictConfig, schema: str, environ: dict[str, str] | None = None) 
             "The launching shell's secret-looking variables listed in secrets_not_recorded reached the run "
             "but their values are not recorded here: export them again (on every node) before relaunching."
         )
-    return {HEADER: meta, "config": config}
+    return {HEADER: meta, "config": literal(config)}
 
 
 def write_launch_file(cfg: DictConfig, run_dir: str | Path, schema: str | None = None) -> Path:

@@ -39,11 +39,11 @@ def trusted(path: Path, trust_shared: bool = False) -> None:
     said = "; ".join(why)
     if not trust_shared:
         raise UserError(
-            f"{path}: {said}, so someone else may have changed what this run executes (LD_PRELOAD, reward "
+            f"{said}, so someone else may have changed what this run executes (LD_PRELOAD, reward "
             f"functions, _target_s); check the file, then `chmod go-w {path} {path.absolute().parent}`, "
             "or relaunch with --trust-shared"
         )
-    print(f"WARNING relaunch: {said}; relaunched anyway (--trust-shared)", file=sys.stderr)
+    print(f"WARNING relaunch: {said}; going on as asked (--trust-shared)", file=sys.stderr)
 
 
 def pinned(path: Path, expected: str) -> None:
