@@ -71,6 +71,11 @@ def array(values: Iterable[object]) -> str:
     return "(" + " ".join(quote(v) for v in values) + ")"
 
 
+def command(argv: Iterable[object]) -> str:
+    """A command line a shell runs as exactly these words (a Ray job's entrypoint runs under `sh -c`)."""
+    return " ".join(quote(word) for word in argv)
+
+
 def assign(name: str, value: object) -> str:
     """`NAME=value`, the value quoted."""
     if problem := variable_problem(name):

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from tests.commands import verl_qwen35
+from tests.ray_head import free_ports
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import digest, read_launch_file
 
@@ -249,3 +250,24 @@ def test_trust_shared_warns_and_goes_on_to_the_records_own_checks(cli, tmp_path)
     # this machine has no geo3k data: the record's own preflight answers next, as for any relaunch
     assert said.code == 2 and "data.train_files" in said.err
     assert yaml.safe_load(record.read_text())["config"]["submit"]["backend"] == "slurm"
+
+
+def test_a_ray_jobs_entrypoint_is_the_exact_words_under_a_shell(tmp_path):
+    """Ray runs a job's entrypoint with a shell: a hostile submit.python comes out as the same words, nothing runs."""
+    (port,) = free_ports(1)
+    run = verl_qwen35(
+        tmp_path,
+        "submit=ray_job",
+        f"submit.address=http://127.0.0.1:{port}",
+        "dry_run=true",
+        "hydra.run.dir=run",
+        "submit.python='python -c \"$(touch MARK);`touch MARK`\"'",
+    )
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    line = next(line for line in run.stdout.splitlines() if line.startswith("ray_job    http"))
+    entrypoint = line.split(": ", 1)[1].rsplit(" (working_dir", 1)[0]
+    words = subprocess.run(["sh", "-c", f"printf '%s\\n' {entrypoint}"], cwd=tmp_path, capture_output=True, text=True)
+    pinned = digest(tmp_path / "run" / "launch.yaml")
+    expected = ["python", "-c", "$(touch MARK);`touch MARK`", "-m", "verl_qwen35", "relaunch", ".", "--digest", pinned]
+    assert words.stdout.splitlines() == expected
+    no_marker_anywhere(tmp_path)

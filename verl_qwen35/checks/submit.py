@@ -141,8 +141,8 @@ def _slurm(s: DictConfig, found: list[Problem]) -> None:
             found.append(
                 error(
                     "submit.sbatch",
-                    f"submit.sbatch entry {option!r}: one sbatch option per entry, without whitespace, quotes or "
-                    "'#' (Slurm splits and cuts `#SBATCH` lines there), e.g. '--qos=high'",
+                    f"submit.sbatch entry {option!r}: one sbatch option per entry, e.g. '--qos=high' (no whitespace, "
+                    "quotes or '#': Slurm splits and cuts `#SBATCH` lines there)",
                 )
             )
     _strings("submit.setup", s.get("setup"), found, word=False)  # shell lines, by design

@@ -5,7 +5,6 @@ job's working_dir; the device environment rides in the job's runtime_env, as `ra
 submit --runtime-env-json` would send it.
 """
 
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from verl_qwen35 import shell
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import digest
 from verl_qwen35.run.submit.base import SubmitError, relaunch_argv
@@ -35,8 +35,9 @@ def runtime_env(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
 
 
 def entrypoint(cfg: DictConfig, launch_digest: str) -> str:
-    """The job's command line (quoted by shlex.join); it relaunches only the record as written at submission."""
-    return shlex.join([*relaunch_argv(cfg, "."), "--digest", launch_digest])
+    """The job's command line, run by a shell (Popen(shell=True) in JobSupervisor._exec_entrypoint,
+    ray/dashboard/modules/job/job_supervisor.py); it relaunches only the record as written at submission."""
+    return shell.command([*relaunch_argv(cfg, "."), "--digest", launch_digest])
 
 
 def submit_ray_job(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
