@@ -65,6 +65,7 @@ REFUSED = [
     ("sbatch-entry-quote", ["submit.sbatch=[\"--comment='x'\"]"], "submit.sbatch"),
     ("partition-newline", ["submit.partition='a\ntouch MARK'"], "submit.partition"),
     ("dashboard-host-command", ["submit.ray.dashboard_host='$(touch MARK)'"], "submit.ray.dashboard_host"),
+    ("ray-auth-mode-unknown", ["submit.ray.auth_mode=none"], "submit.ray.auth_mode"),
     ("setup-line-break", ["submit.setup=['echo a\ntouch MARK']"], "submit.setup[0]"),
     ("run-dir-space", ["hydra.run.dir='run dir'"], "hydra.run.dir"),
 ]
@@ -163,10 +164,11 @@ def test_hostile_ray_arguments_and_python_command_reach_the_arrays_as_data(tmp_p
         "submit.ray.worker_args=['`touch MARK`']",
         "submit.python='python -c \"$(touch MARK)\"'",
     )
-    seen = settings_seen(script, "RAY_HEAD_ARGS", "RAY_WORKER_ARGS", "PYTHON", "RAY_DASHBOARD_HOST")
+    seen = settings_seen(script, "RAY_HEAD_ARGS", "RAY_WORKER_ARGS", "PYTHON", "RAY_DASHBOARD_HOST", "RAY_AUTH")
     assert seen["RAY_HEAD_ARGS"] == head and seen["RAY_WORKER_ARGS"] == ["`touch MARK`"]
     assert seen["PYTHON"] == ["python", "-c", "$(touch MARK)"]
     assert seen["RAY_DASHBOARD_HOST"] == ["127.0.0.1"]  # the dashboard (Ray's Jobs API) on the head only
+    assert seen["RAY_AUTH"] == ["token"]  # and Ray's token authentication on
     no_marker_anywhere(tmp_path)
 
 

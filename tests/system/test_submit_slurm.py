@@ -11,6 +11,7 @@ runner replaced by the recording one of test_forwarding.py (tests/submit_recorde
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -201,10 +202,11 @@ def test_a_record_changed_after_submission_is_refused_before_ray_starts(cluster)
     assert not cluster.record.exists()
 
 
-# In place of the run on the head: wait until the dashboard answers on an address, then try both.
+# In place of the run on the head: wait until the dashboard answers on an address, then try both, and ask
+# the node's dashboard agent (it serves Ray's Jobs API too: /api/job_agent/jobs/) without a token.
 PROBE = """
-import json, os, socket, sys, time
-port, out = int(sys.argv[1]), sys.argv[2]
+import json, os, socket, sys, time, urllib.error, urllib.request
+port, agent, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 node = os.environ["RAY_ADDRESS"].rpartition(":")[0]
 def answers(host):
     try:
@@ -212,10 +214,19 @@ def answers(host):
         return True
     except OSError:
         return False
+def status(url):
+    try:
+        return urllib.request.urlopen(urllib.request.Request(url, headers={}), timeout=5).status
+    except urllib.error.HTTPError as err:
+        return err.code
+    except OSError as err:
+        return str(err)
 deadline = time.monotonic() + 90
 while not (answers("127.0.0.1") or answers(node)) and time.monotonic() < deadline:
     time.sleep(1)
-json.dump({"node": node, "on_node": answers(node), "on_loopback": answers("127.0.0.1")}, open(out, "w"))
+found = {"node": node, "on_node": answers(node), "on_loopback": answers("127.0.0.1")}
+found["agent"] = status(f"http://{node}:{agent}/api/job_agent/jobs/nothing/logs")
+json.dump(found, open(out, "w"))
 """
 
 
@@ -226,19 +237,26 @@ def global_interface() -> str | None:
     return next((line.split()[1] for line in lines if line.strip()), None)
 
 
-@pytest.mark.parametrize(("setting", "on_node"), [((), False), (("submit.ray.dashboard_host=null",), True)])
-def test_the_jobs_dashboard_listens_on_the_heads_loopback_unless_asked(cluster, setting, on_node):
-    """The dashboard serves Ray's Jobs API (it runs any code it is sent): by default a real `ray start --head` in the
-    job binds it to 127.0.0.1, not to the node address the other nodes (and everyone on the network) reach."""
+@pytest.mark.parametrize(
+    ("setting", "on_node", "agent"),
+    [((), False, 401), (("submit.ray.dashboard_host=null", "submit.ray.auth_mode=disabled"), True, 404)],
+    ids=["default", "node-address-without-auth"],
+)
+def test_the_jobs_api_is_on_the_heads_loopback_and_asks_for_a_token_unless_told(cluster, setting, on_node, agent):
+    """The dashboard and every node's agent serve Ray's Jobs API (it runs any code it is sent): by default a real
+    `ray start --head` in the job binds the dashboard to 127.0.0.1, not to the node address the other nodes (and
+    everyone on the network) reach, and Ray's token authentication turns away a request without the job's token."""
     interface = global_interface()
     if interface is None:
         pytest.skip("no interface with a global IPv4 address: the node address would be the loopback")
     dashboard = next(o for o in cluster.overrides if o.startswith("submit.ray.dashboard_port=")).split("=")[1]
+    head_args = next(o for o in cluster.overrides if o.startswith("submit.ray.head_args="))
+    agent_port = re.search(r"--dashboard-agent-listen-port=(\d+)", head_args).group(1)
     probe, seen = cluster.tmp / "python-probing", cluster.tmp / "dashboard.json"
     probe.write_text(
         "#!/bin/bash\n"
         f'[[ " $* " == *" -m verl_qwen35 relaunch "* ]] && exec {sys.executable} -c {shlex.quote(PROBE)} '
-        f"{dashboard} {seen}\n"
+        f"{dashboard} {agent_port} {seen}\n"
         f'exec {sys.executable} "$@"\n'
     )
     probe.chmod(0o755)
@@ -258,4 +276,6 @@ def test_the_jobs_dashboard_listens_on_the_heads_loopback_unless_asked(cluster, 
     assert run.returncode == 0, run.stderr
     found = json.loads(seen.read_text())
     assert found["node"] != "127.0.0.1", found
-    assert (found["on_node"], found["on_loopback"]) == (on_node, not on_node), found
+    assert (found["on_node"], found["on_loopback"], found["agent"]) == (on_node, not on_node, agent), found
+    script = (cluster.tmp / "run" / "job.sbatch").read_text()
+    assert "RAY_AUTH_TOKEN=" not in script.split("set -euo pipefail")[0], "a token is never written into the script"

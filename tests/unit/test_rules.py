@@ -1754,7 +1754,9 @@ def test_a_pipeline_split_is_immutable():
 INTEGER_BETWEEN = "must be an integer between 1 and 65535"
 
 
-JOB_NAME_REASON = "a Slurm job name here is one word of letters, digits and _ . + - (null: from trainer.experiment_name)"
+JOB_NAME_REASON = (
+    "a Slurm job name here is one word of letters, digits and _ . + - (null: from trainer.experiment_name)"
+)
 SBATCH_REASON = (
     "one sbatch option per entry, e.g. '--qos=high' (no whitespace, quotes or '#': Slurm splits and cuts `#SBATCH` "
     "lines there)"

@@ -27,6 +27,8 @@ BACKENDS = ("none", "slurm", "ray_job")  # the options of conf/submit/
 _SLURM_TIME = re.compile(r"^(\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2}|UNLIMITED|INFINITE)$", re.IGNORECASE)
 # A value that goes into an `#SBATCH` line or a `--container-*` option as one word.
 _WORD = re.compile(r"^[^\s'\"\\`$;|&<>#]+$")
+# RAY_AUTH_MODE's values (ray/_private/authentication/authentication_token_setup.py, AUTH_MODE_ENV_VAR).
+RAY_AUTH_MODES = ("token", "disabled")
 _INTERFACE = re.compile(r"^[A-Za-z0-9_.:@-]+$")
 
 
@@ -160,6 +162,9 @@ def _slurm(s: DictConfig, found: list[Problem]) -> None:
         found.append(error(tuple(keys), f"{' and '.join(keys)} are the same port; Ray needs a different one for each"))
     _integer("submit.ray.wait_timeout", ray.get("wait_timeout"), found, 1)
     _ray_host(ray.get("dashboard_host"), found)
+    if (mode := ray.get("auth_mode")) not in RAY_AUTH_MODES:
+        key = "submit.ray.auth_mode"
+        found.append(error(key, f"{key}={mode!r}: use token (Ray's token authentication) or disabled"))
     _text("submit.ray.temp_dir", ray.get("temp_dir"), found)
     interface = ray.get("interface")
     if interface is not None and not (isinstance(interface, str) and _INTERFACE.match(interface)):

@@ -71,6 +71,7 @@ def settings(cfg: DictConfig, run_dir: Path, launch_digest: str) -> list[str]:
         "RAY_PORT": int(ray.port),
         "RAY_DASHBOARD_PORT": int(ray.dashboard_port),
         "RAY_DASHBOARD_HOST": ray.dashboard_host or "",  # empty: the head node's address
+        "RAY_AUTH": ray.auth_mode,
         "RAY_CLIENT_SERVER_PORT": int(ray.client_server_port),
         "RAY_INTERFACE": ray.interface or "",
         "RAY_WAIT_TIMEOUT": int(ray.wait_timeout),
