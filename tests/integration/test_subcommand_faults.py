@@ -321,7 +321,7 @@ def test_hostile_values_stay_data_in_the_settings_block(tmp_path, monkeypatch):
         ]
     )
     assert not [p for p in preflight(cfg, "warning") if p.level == "error" and "[submit" in str(p)]
-    block = "\n".join(settings(cfg, tmp_path / "run dir"))
+    block = "\n".join(settings(cfg, tmp_path / "run dir", "0" * 64))
     show = 'printf "%s\\n" "$RUN_DIR" "${PYTHON[@]}" "${RAY_HEAD_ARGS[@]}" "$VLLM_USE_V1" "$MY_FLAG"'
     done = subprocess.run(["bash", "-euc", f"{block}\n{show}"], capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr

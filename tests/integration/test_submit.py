@@ -5,6 +5,7 @@ that only records the script it was given (STANDIN_QUEUE_ONLY=1, a queued job).
 tests/system/test_submit_slurm.py runs the script; tests/system/test_submit_ray_job.py submits to a real Ray.
 """
 
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -170,9 +171,10 @@ def test_ray_job_dry_run_contacts_nothing_and_records_an_absolute_checkpoint_dir
         tmp_path, "submit=ray_job", f"submit.address=http://127.0.0.1:{port}", "dry_run=true", "hydra.run.dir=run"
     )
     assert run.returncode == 0, run.stderr
+    pinned = hashlib.sha256((tmp_path / "run" / "launch.yaml").read_bytes()).hexdigest()
     assert (
-        f"ray_job    http://127.0.0.1:{port}: python -m verl_qwen35 relaunch . (working_dir {tmp_path / 'run'}"
-        in run.stdout
+        f"ray_job    http://127.0.0.1:{port}: python -m verl_qwen35 relaunch . --digest {pinned} "
+        f"(working_dir {tmp_path / 'run'}" in run.stdout
     )
     assert "ray_job    dry run, not submitted" in run.stdout
     launched = read_launch_file(tmp_path / "run" / "launch.yaml")[0]

@@ -6,6 +6,7 @@ ports, and is stopped by signal (never `ray stop`). The job's entrypoint is our 
 task runner replaced by the recording one of test_forwarding.py (tests/submit_recorder.py).
 """
 
+import hashlib
 import json
 import os
 import subprocess
@@ -71,7 +72,8 @@ def test_job_runs_the_relaunch_on_the_cluster_with_the_device_env(ray_head, tmp_
     assert status == JobStatus.SUCCEEDED, logs
 
     info = client.get_job_info(job_id)
-    assert info.entrypoint == f"{python} -m verl_qwen35 relaunch ."
+    pinned = hashlib.sha256((tmp_path / "run" / "launch.yaml").read_bytes()).hexdigest()
+    assert info.entrypoint == f"{python} -m verl_qwen35 relaunch . --digest {pinned}"
     received = json.loads(record.read_text().splitlines()[-1])
     launched = read_launch_file(tmp_path / "run" / "launch.yaml")[0]
     assert received["config"]["trainer"]["experiment_name"] == launched.trainer.experiment_name

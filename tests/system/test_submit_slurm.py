@@ -8,8 +8,11 @@ its own temp dir and free ports, waits for every device, and runs our real
 runner replaced by the recording one of test_forwarding.py (tests/submit_recorder.py).
 """
 
+import hashlib
 import json
 import os
+import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -132,7 +135,8 @@ def test_sbatch_script_starts_ray_waits_for_every_device_relaunches_and_stops_ra
     (waiter,) = [c for c in started if "-m verl_qwen35.run.submit.wait_for_ray" in c]
     assert f"--address=127.0.0.1:{cluster.port}" in worker and "--num-gpus=4" in worker
     assert "--count 8 --nodes 2" in waiter
-    assert relaunch.endswith(f"-m verl_qwen35 relaunch {run_dir}")
+    pinned = hashlib.sha256((run_dir / "launch.yaml").read_bytes()).hexdigest()
+    assert relaunch.endswith(f"-m verl_qwen35 relaunch {run_dir} --digest {pinned}")
     assert all(step[1] == "localhost" for step in steps[2:])
 
     in_order(
@@ -156,26 +160,122 @@ def test_sbatch_script_starts_ray_waits_for_every_device_relaunches_and_stops_ra
 
 
 def test_a_failing_run_fails_the_job_and_still_stops_ray(cluster):
-    """A dry run writes job.sbatch; without launch.yaml the relaunch on the head exits 2."""
+    """A dry run writes job.sbatch; a record others can write (its bytes unchanged) makes the relaunch on the head
+    exit 2."""
     run = cluster.submit("device=npu", "model=35b", "dry_run=true")
     assert run.returncode == 0, run.stderr
     assert "dry run, not submitted" in run.stdout and not cluster.steps.exists(), "a dry run must not call sbatch"
     script = cluster.tmp / "run" / "job.sbatch"
-    (cluster.tmp / "run" / "launch.yaml").unlink()
+    (cluster.tmp / "run" / "launch.yaml").chmod(0o666)
 
     done = cluster.run("sbatch", "--parsable", str(script))
     assert done.returncode == 0, done.stderr  # sbatch queues; the job's own status is in its log
     output = (cluster.tmp / "run" / f"slurm-{done.stdout.split(';')[0]}.out").read_text()
     commands = [step[-1] for step in cluster.step_lines()]
     assert commands[2].startswith("ray start --block") and '--resources={"NPU": 16}' in commands[2]
-    assert commands[-1].endswith("-m verl_qwen35 relaunch " + str(cluster.tmp / "run"))
+    assert "-m verl_qwen35 relaunch " + str(cluster.tmp / "run") + " --digest " in commands[-1]
     in_order(
         output,
         "Ray reports 16/16 NPU on 1/1 node(s)",
-        "launch.yaml does not exist",
+        "launch.yaml can be written by its group and others (mode 666)",
         "stopping Ray on 1 node(s)",
         "Ray stopped on every node",
         "job exits with status 2",
     )
     assert "run finished" not in output
     assert not cluster.record.exists()
+
+
+def test_a_record_changed_after_submission_is_refused_before_ray_starts(cluster):
+    """job.sbatch pins launch.yaml's sha256: an edited record (a new LD_PRELOAD) stops the job, naming the file."""
+    run = cluster.submit("device=gpu", "model=35b", "dry_run=true")
+    assert run.returncode == 0, run.stderr
+    record = cluster.tmp / "run" / "launch.yaml"
+    record.write_text(record.read_text().replace("set:\n", "set:\n      LD_PRELOAD: /tmp/evil.so\n", 1))
+    assert "LD_PRELOAD: /tmp/evil.so" in record.read_text()
+
+    done = cluster.run("sbatch", "--parsable", str(cluster.tmp / "run" / "job.sbatch"))
+    assert done.returncode == 0, done.stderr
+    output = (cluster.tmp / "run" / f"slurm-{done.stdout.split(';')[0]}.out").read_text()
+    assert f"{record} changed since it was submitted" in output and "nothing was started" in output
+    assert [step[0] for step in cluster.step_lines()] == ["sbatch"], "no Ray step, no relaunch"
+    assert not cluster.record.exists()
+
+
+# In place of the run on the head: wait until the dashboard answers on an address, then try both, and ask
+# the node's dashboard agent (it serves Ray's Jobs API too: /api/job_agent/jobs/) without a token.
+PROBE = """
+import json, os, socket, sys, time, urllib.error, urllib.request
+port, agent, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+node = os.environ["RAY_ADDRESS"].rpartition(":")[0]
+def answers(host):
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+def status(url):
+    try:
+        return urllib.request.urlopen(urllib.request.Request(url, headers={}), timeout=5).status
+    except urllib.error.HTTPError as err:
+        return err.code
+    except OSError as err:
+        return str(err)
+deadline = time.monotonic() + 90
+while not (answers("127.0.0.1") or answers(node)) and time.monotonic() < deadline:
+    time.sleep(1)
+found = {"node": node, "on_node": answers(node), "on_loopback": answers("127.0.0.1")}
+found["agent"] = status(f"http://{node}:{agent}/api/job_agent/jobs/nothing/logs")
+json.dump(found, open(out, "w"))
+"""
+
+
+def global_interface() -> str | None:
+    """This machine's first interface with a global IPv4 address (Ray's node address in the job), if any."""
+    done = subprocess.run(["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True, text=True)
+    lines = done.stdout.split("\n") if done.returncode == 0 else []
+    return next((line.split()[1] for line in lines if line.strip()), None)
+
+
+@pytest.mark.parametrize(
+    ("setting", "on_node", "agent"),
+    [((), False, 401), (("submit.ray.dashboard_host=null", "submit.ray.auth_mode=disabled"), True, 404)],
+    ids=["default", "node-address-without-auth"],
+)
+def test_the_jobs_api_is_on_the_heads_loopback_and_asks_for_a_token_unless_told(cluster, setting, on_node, agent):
+    """The dashboard and every node's agent serve Ray's Jobs API (it runs any code it is sent): by default a real
+    `ray start --head` in the job binds the dashboard to 127.0.0.1, not to the node address the other nodes (and
+    everyone on the network) reach, and Ray's token authentication turns away a request without the job's token."""
+    interface = global_interface()
+    if interface is None:
+        pytest.skip("no interface with a global IPv4 address: the node address would be the loopback")
+    dashboard = next(o for o in cluster.overrides if o.startswith("submit.ray.dashboard_port=")).split("=")[1]
+    head_args = next(o for o in cluster.overrides if o.startswith("submit.ray.head_args="))
+    agent_port = re.search(r"--dashboard-agent-listen-port=(\d+)", head_args).group(1)
+    probe, seen = cluster.tmp / "python-probing", cluster.tmp / "dashboard.json"
+    probe.write_text(
+        "#!/bin/bash\n"
+        f'[[ " $* " == *" -m verl_qwen35 relaunch "* ]] && exec {sys.executable} -c {shlex.quote(PROBE)} '
+        f"{dashboard} {agent_port} {seen}\n"
+        f'exec {sys.executable} "$@"\n'
+    )
+    probe.chmod(0o755)
+    overrides = [o for o in cluster.overrides if not o.startswith("submit.python=")]
+    run = cluster.run(
+        sys.executable,
+        "-m",
+        "verl_qwen35",
+        "device=gpu",
+        "model=35b",
+        *overrides,
+        f"submit.python={probe}",
+        f"submit.ray.interface={interface}",
+        *setting,
+        f"hydra.run.dir={cluster.tmp / 'run'}",
+    )
+    assert run.returncode == 0, run.stderr
+    found = json.loads(seen.read_text())
+    assert found["node"] != "127.0.0.1", found
+    assert (found["on_node"], found["on_loopback"], found["agent"]) == (on_node, not on_node, agent), found
+    script = (cluster.tmp / "run" / "job.sbatch").read_text()
+    assert "RAY_AUTH_TOKEN=" not in script.split("set -euo pipefail")[0], "a token is never written into the script"

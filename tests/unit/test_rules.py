@@ -1781,14 +1781,23 @@ def test_a_pipeline_split_is_immutable():
 INTEGER_BETWEEN = "must be an integer between 1 and 65535"
 
 
+JOB_NAME_REASON = (
+    "a Slurm job name here is one word of letters, digits and _ . + - (null: from trainer.experiment_name)"
+)
+SBATCH_REASON = (
+    "one sbatch option per entry, e.g. '--qos=high' (no whitespace, quotes or '#': Slurm splits and cuts `#SBATCH` "
+    "lines there)"
+)
+
+
 @pytest.mark.parametrize(
     ("key", "value", "expected"),
     [
-        ("submit.job_name", "a\x01b", [("submit.job_name", "must not hold a line break or another control character")]),
+        ("submit.job_name", "a\x01b", [("submit.job_name", JOB_NAME_REASON)]),
         (
             "submit.job_name",
             "a b",
-            [("submit.job_name", "must be one word without spaces, quotes or shell characters ($`;|&<>#\\)")],
+            [("submit.job_name", JOB_NAME_REASON)],
         ),
         (
             "submit.setup",
@@ -1807,7 +1816,9 @@ INTEGER_BETWEEN = "must be an integer between 1 and 65535"
         ("submit.time", True, [("submit.time", "use Slurm's --time format, e.g. 90, 4:00:00 or 2-00:00:00")]),
         ("submit.cpus_per_node", 0, [("submit.cpus_per_node", "must be an integer >= 1")]),
         ("submit.cpus_per_node", 1, []),
-        ("submit.sbatch", ["qos=high"], [("submit.sbatch", "one sbatch option per entry, e.g. '--qos=high'")]),
+        ("submit.sbatch", ["qos=high"], [("submit.sbatch", SBATCH_REASON)]),
+        ("submit.sbatch", ["--comment=a#b"], [("submit.sbatch", SBATCH_REASON)]),  # Slurm cuts the line at '#'
+        ("submit.sbatch", ["--comment='a'"], [("submit.sbatch", SBATCH_REASON)]),  # and strips quotes
         ("submit.sbatch", ["--constraint=a100&ib"], []),  # Slurm's constraint syntax: not a shell word
         ("submit.mounts", ["/data"], [("submit.mounts", "one host:container pair per entry, no comma")]),
         ("submit.mounts", ["/data:/data"], []),

@@ -2,12 +2,13 @@
 
 `submit=slurm` puts these values into `job.sbatch`: the `#SBATCH` lines (which Slurm splits at
 whitespace, sbatch/opt.c), shell arrays and assignments. The settings block shell-quotes
-every value (submit/slurm.py), so a value like `$(rm -rf ~)` stays data; what is refused here
-is what would still break the script or the job: a line break (a new line of shell or a new
-`#SBATCH` line), whitespace or quotes in an `#SBATCH` value, a comma inside one mount
-(pyxis' `--container-mounts` separator), ports and timeouts that are not numbers, and a
-`submit.address` Ray's JobSubmissionClient cannot reach. `submit.setup` is shell by design.
-Types are the schema's (config/schema.py). Pure checks: no Ray, no Slurm command runs here.
+every value (verl_qwen35/shell.py, the one writer of shell), so a value like `$(rm -rf ~)` stays
+data; what is refused here is what would still break the script or the job: a line break (a new
+line of shell or a new `#SBATCH` line), whitespace or quotes in an `#SBATCH` value, a variable
+name of `env.set`/`env.unset` that is not one (it would be written unquoted, as `export NAME=`),
+a comma inside one mount (pyxis' `--container-mounts` separator), ports and timeouts that are
+not numbers, and a `submit.address` Ray's JobSubmissionClient cannot reach. `submit.setup` is
+shell by design. Types are the schema's (config/schema.py). Pure checks: no Ray, no Slurm command runs here.
 """
 
 import re
@@ -15,8 +16,9 @@ import shlex
 from typing import Any
 from urllib.parse import urlsplit
 
-from omegaconf import DictConfig, ListConfig
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from verl_qwen35 import shell
 from verl_qwen35.checks.problem import Problem, error
 
 BACKENDS = ("none", "slurm", "ray_job")  # the options of conf/submit/
@@ -25,6 +27,8 @@ BACKENDS = ("none", "slurm", "ray_job")  # the options of conf/submit/
 _SLURM_TIME = re.compile(r"^(\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2}|UNLIMITED|INFINITE)$", re.IGNORECASE)
 # A value that goes into an `#SBATCH` line or a `--container-*` option as one word.
 _WORD = re.compile(r"^[^\s'\"\\`$;|&<>#]+$")
+# RAY_AUTH_MODE's values (ray/_private/authentication/authentication_token_setup.py, AUTH_MODE_ENV_VAR).
+RAY_AUTH_MODES = ("token", "disabled")
 _INTERFACE = re.compile(r"^[A-Za-z0-9_.:@-]+$")
 
 
@@ -88,9 +92,42 @@ def _address(value: Any, found: list[Problem]) -> None:
         found.append(error(key, f"{key}={value!r}: not an http:// or https:// URL with a host and port; {example}"))
 
 
+def env_problems(cfg: DictConfig) -> list[Problem]:
+    """`env.set` names and `env.unset` entries that are not variable names, values no environment can hold.
+
+    Every launch exports them (os.environ, Ray's runtime_env) and job.sbatch writes `export NAME=...` and
+    `unset NAME` with the name as is: `X$(touch M)` from a preset would run there."""
+    env = cfg.get("env")
+    if not OmegaConf.is_dict(env):
+        return []
+    found: list[Problem] = []
+    values = env.get("set")
+    for name, value in values.items() if OmegaConf.is_dict(values) else []:
+        if why := shell.variable_problem(name):
+            found.append(error("env.set", f"env.set: {why}; rename it in the preset or override that sets it"))
+        elif why := shell.value_problem(value):
+            found.append(error(f"env.set.{name}", f"env.set.{name} {why}"))
+    names = env.get("unset")
+    for i, name in enumerate(names if OmegaConf.is_list(names) else []):
+        if why := shell.variable_problem(name):
+            found.append(error(f"env.unset[{i}]", f"env.unset[{i}]: {why}; list only variable names to clear"))
+    return found
+
+
+def _ray_host(value: Any, found: list[Problem]) -> None:
+    key = "submit.ray.dashboard_host"
+    if value is not None and not (isinstance(value, str) and _INTERFACE.match(value)):
+        found.append(
+            error(key, f"{key}={value!r}: an address to bind, e.g. 127.0.0.1 (the head only) or null (its address)")
+        )
+
+
 def _slurm(s: DictConfig, found: list[Problem]) -> None:
-    for name in ("job_name", "partition", "account", "container"):
+    for name in ("partition", "account", "container"):
         _text(f"submit.{name}", s.get(name), found)
+    job_name = s.get("job_name")
+    if job_name is not None and (why := shell.job_name_problem(job_name)):
+        found.append(error("submit.job_name", f"submit.job_name={why} (null: from trainer.experiment_name)"))
     time = s.get("time")
     if time is not None and not (
         (isinstance(time, int) and not isinstance(time, bool) and time > 0)
@@ -102,10 +139,12 @@ def _slurm(s: DictConfig, found: list[Problem]) -> None:
     if s.get("cpus_per_node") is not None:
         _integer("submit.cpus_per_node", s.cpus_per_node, found, 1)
     for option in _strings("submit.sbatch", s.get("sbatch"), found, word=False):
-        if not option.startswith("-") or any(c.isspace() for c in option):
+        if not option.startswith("-") or shell.sbatch_problem(option):
             found.append(
                 error(
-                    "submit.sbatch", f"submit.sbatch entry {option!r}: one sbatch option per entry, e.g. '--qos=high'"
+                    "submit.sbatch",
+                    f"submit.sbatch entry {option!r}: one sbatch option per entry, e.g. '--qos=high' (no whitespace, "
+                    "quotes or '#': Slurm splits and cuts `#SBATCH` lines there)",
                 )
             )
     _strings("submit.setup", s.get("setup"), found, word=False)  # shell lines, by design
@@ -122,6 +161,10 @@ def _slurm(s: DictConfig, found: list[Problem]) -> None:
     for keys in (keys for keys in ports.values() if len(keys) > 1):
         found.append(error(tuple(keys), f"{' and '.join(keys)} are the same port; Ray needs a different one for each"))
     _integer("submit.ray.wait_timeout", ray.get("wait_timeout"), found, 1)
+    _ray_host(ray.get("dashboard_host"), found)
+    if (mode := ray.get("auth_mode")) not in RAY_AUTH_MODES:
+        key = "submit.ray.auth_mode"
+        found.append(error(key, f"{key}={mode!r}: use token (Ray's token authentication) or disabled"))
     _text("submit.ray.temp_dir", ray.get("temp_dir"), found)
     interface = ray.get("interface")
     if interface is not None and not (isinstance(interface, str) and _INTERFACE.match(interface)):
@@ -134,15 +177,19 @@ def _slurm(s: DictConfig, found: list[Problem]) -> None:
 
 def submit_problems(cfg: DictConfig) -> list[Problem]:
     """Every unusable `submit.*` value of a submitting config, each naming its key."""
+    found = env_problems(cfg)
     s = cfg.get("submit")
     if s is None:
-        return []
+        return found
     backend = s.get("backend")
     if backend not in BACKENDS:
-        return [error("submit.backend", f"submit.backend={backend!r}: use submit=slurm, submit=ray_job or submit=none")]
+        return [
+            *found,
+            error("submit.backend", f"submit.backend={backend!r}: use submit=slurm, submit=ray_job or submit=none"),
+        ]
     if backend == "none":
-        return []
-    found: list[Problem] = []  # secrets in these values: config/secrets.py, before Hydra writes anything
+        return found
+    # secrets in these values: config/secrets.py, before Hydra writes anything
     _python(s, found)
     if backend == "slurm":
         _slurm(s, found)

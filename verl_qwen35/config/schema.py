@@ -124,6 +124,10 @@ class SlurmRay:
     port: int = 6379
     dashboard_port: int = 8265
     client_server_port: int = 10001
+    # The dashboard (Ray's Jobs API, which runs any code sent to it) binds here; null: the head node's address.
+    dashboard_host: str | None = "127.0.0.1"
+    # Ray's token authentication for every node and the run ("token"), or none ("disabled").
+    auth_mode: str = "token"
     temp_dir: str | None = None
     interface: str | None = None
     wait_timeout: int = 600

@@ -3,9 +3,13 @@
 It holds the resolved config with the environment that was really used (the shell's values
 that won), an absolute checkpoint directory, and the verl schema it was composed for. Secret
 values never enter it: secret-looking variables of the shell are named in a note, not recorded.
+It is written with mode 600 in a run directory only the user can write (run/private_files.py);
+a Slurm job pins its sha256 (`digest`), which the relaunch on the cluster checks.
 """
 
+import hashlib
 import os
+import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +25,8 @@ from verl_qwen35.config.yaml_files import load_mapping
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import __version__, installed_verl_schema, installed_verl_version
 from verl_qwen35.run.environment import effective_env
+from verl_qwen35.run.private_files import write_private
+from verl_qwen35.shell import comment, quote
 
 LAUNCH_FILE = "launch.yaml"
 HEADER = "verl_qwen35"  # the metadata node; the config itself is under `config`
@@ -42,6 +48,22 @@ def shared_storage_warning(cfg: DictConfig) -> str | None:
     if isinstance(nnodes, int) and nnodes > 1:
         return SHARED_STORAGE_WARNING.format(path=cfg.trainer.default_local_dir, nnodes=nnodes)
     return None
+
+
+# `${` (after any run of backslashes) in a resolved value: OmegaConf would read it back as an interpolation.
+_INTERPOLATION_START = re.compile(r"(\\*)\$\{")
+
+
+def literal(value: Any) -> Any:
+    """A resolved value as OmegaConf must read it back: each `${` escaped (`\\${`, backslashes before it doubled),
+    so a shell value like `a${IFS}b` stays that text instead of becoming an interpolation of the record."""
+    if isinstance(value, str):
+        return _INTERPOLATION_START.sub(lambda m: m.group(1) * 2 + "\\${", value)
+    if isinstance(value, dict):
+        return {key: literal(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [literal(item) for item in value]
+    return value
 
 
 def record(cfg: DictConfig, schema: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
@@ -68,7 +90,7 @@ def record(cfg: DictConfig, schema: str, environ: dict[str, str] | None = None) 
             "The launching shell's secret-looking variables listed in secrets_not_recorded reached the run "
             "but their values are not recorded here: export them again (on every node) before relaunching."
         )
-    return {HEADER: meta, "config": config}
+    return {HEADER: meta, "config": literal(config)}
 
 
 def write_launch_file(cfg: DictConfig, run_dir: str | Path, schema: str | None = None) -> Path:
@@ -76,11 +98,17 @@ def write_launch_file(cfg: DictConfig, run_dir: str | Path, schema: str | None =
     absolute_checkpoint_dir(cfg)
     path = Path(run_dir) / LAUNCH_FILE
     data = record(cfg, schema or installed_verl_schema())
-    header = f"# Relaunch exactly this run: python -m verl_qwen35 relaunch {Path(run_dir).absolute()}\n"
-    path.write_text(redact(header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)))
+    # A comment line per line of the path: a line break in hydra.run.dir cannot end the comment.
+    header = comment(f"Relaunch exactly this run: python -m verl_qwen35 relaunch {quote(Path(run_dir).absolute())}")
+    write_private(path, redact(header + "\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)))
     if warning := shared_storage_warning(cfg):
         print(warning, file=sys.stderr)
     return path
+
+
+def digest(path: Path) -> str:
+    """The sha256 of a launch record's bytes, as `sha256sum` prints it."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def read_launch_file(path: Path) -> tuple[DictConfig, dict[str, Any]]:

@@ -3,6 +3,9 @@
 The run directory's launch.yaml is the resolved config that was launched, with the
 environment it really used, so later edits to conf/ or another shell do not change it;
 its checkpoint directory is absolute, so verl resumes from it from any working directory.
+A record sets what the run executes (LD_PRELOAD, reward function paths, `_target_`s): one that
+someone else can write, or replace in its directory, is refused unless `trust_shared`, and a
+Slurm job's relaunch checks the sha256 its job.sbatch pinned at submission.
 """
 
 import os
@@ -16,8 +19,9 @@ from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.errors import UserError
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.job import launch_now
-from verl_qwen35.run.launch_record import LAUNCH_FILE, read_launch_file, shared_storage_warning
+from verl_qwen35.run.launch_record import LAUNCH_FILE, digest, read_launch_file, shared_storage_warning
 from verl_qwen35.run.machine import launch_problems, runtime_problems
+from verl_qwen35.run.private_files import writable_by_others
 
 
 def _launch_file(target: Path) -> Path:
@@ -27,8 +31,35 @@ def _launch_file(target: Path) -> Path:
     return path
 
 
-def relaunch(target: Path) -> int:
+def trusted(path: Path, trust_shared: bool = False) -> None:
+    """Refuse (or, trusting a shared directory, warn about) a record that another user could have written."""
+    why = [w for w in (writable_by_others(path), writable_by_others(path.absolute().parent)) if w]
+    if not why:
+        return
+    said = "; ".join(why)
+    if not trust_shared:
+        raise UserError(
+            f"{said}, so someone else may have changed what this run executes (LD_PRELOAD, reward "
+            f"functions, _target_s); check the file, then `chmod go-w {path} {path.absolute().parent}`, "
+            "or relaunch with --trust-shared"
+        )
+    print(f"WARNING relaunch: {said}; going on as asked (--trust-shared)", file=sys.stderr)
+
+
+def pinned(path: Path, expected: str) -> None:
+    """The record is the one its Slurm job was submitted with (job.sbatch's LAUNCH_DIGEST)."""
+    if (found := digest(path)) != expected.lower():
+        raise UserError(
+            f"{path}: changed since it was submitted (sha256 {found}, the job pinned {expected}); nothing was "
+            "started. Submit the run again to launch the record as it is now"
+        )
+
+
+def relaunch(target: Path, trust_shared: bool = False, expected_digest: str | None = None) -> int:
     path = _launch_file(target)
+    trusted(path, trust_shared)
+    if expected_digest is not None:
+        pinned(path, expected_digest)
     cfg, meta = read_launch_file(path)
     if broken := structure_problems(cfg):  # a hand-edited or cut-off record
         lacking = ", ".join(p.keys[0] for p in broken)

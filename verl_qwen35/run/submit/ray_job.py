@@ -5,7 +5,6 @@ job's working_dir; the device environment rides in the job's runtime_env, as `ra
 submit --runtime-env-json` would send it.
 """
 
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,9 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from verl_qwen35 import shell
 from verl_qwen35.run.environment import effective_env
+from verl_qwen35.run.launch_record import digest
 from verl_qwen35.run.submit.base import SubmitError, relaunch_argv
 
 
@@ -33,14 +34,21 @@ def runtime_env(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     return env
 
 
-def entrypoint(cfg: DictConfig) -> str:
-    return shlex.join(relaunch_argv(cfg, "."))
+def entrypoint(cfg: DictConfig, launch_digest: str) -> str:
+    """The job's command line, run by a shell (Popen(shell=True) in JobSupervisor._exec_entrypoint,
+    ray/dashboard/modules/job/job_supervisor.py); it relaunches only the record as written at submission."""
+    return shell.command([*relaunch_argv(cfg, "."), "--digest", launch_digest])
 
 
 def submit_ray_job(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
     """Write launch.yaml and submit the job (unless dry); its submission id."""
-    address, command, env = cfg.submit.address, entrypoint(cfg), runtime_env(cfg, run_dir)
-    print(f"ray_job    {address}: {command} (working_dir {run_dir}, {len(env['env_vars'])} env vars)")
+    address, env = cfg.submit.address, runtime_env(cfg, run_dir)
+
+    def announce(record: Path) -> str:
+        command = entrypoint(cfg, digest(record))
+        print(f"ray_job    {address}: {command} (working_dir {run_dir}, {len(env['env_vars'])} env vars)")
+        return command
+
     if not Path(str(cfg.trainer.default_local_dir)).is_absolute():
         print(
             f"WARNING [trainer.default_local_dir] {cfg.trainer.default_local_dir} is relative: on the cluster it is "
@@ -49,14 +57,14 @@ def submit_ray_job(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file:
             file=sys.stderr,
         )
     if dry:
-        write_launch_file()
+        announce(write_launch_file())
         print("ray_job    dry run, not submitted")
         return None
     from ray.job_submission import JobSubmissionClient
 
     try:
         client = JobSubmissionClient(address)  # checks that the cluster answers
-        write_launch_file()
+        command = announce(write_launch_file())
         job_id = client.submit_job(entrypoint=command, runtime_env=env)
     except Exception as err:  # ConnectionError, ValueError, RuntimeError, and Ray's own RPC errors
         raise SubmitError(

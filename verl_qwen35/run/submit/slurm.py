@@ -1,10 +1,11 @@
 """submit=slurm: write `<run dir>/job.sbatch` from the config and hand it to `sbatch`.
 
 The script's body is the static bash file job.sbatch beside this module; only its
-`#SBATCH` lines and a block of settings are generated, each value shell-quoted.
+`#SBATCH` lines and a block of settings are generated, every value through verl_qwen35/shell.py
+(validated or quoted there). The script pins the sha256 of launch.yaml as written at submission:
+the job and the relaunch on the head refuse a record changed since.
 """
 
-import re
 import shlex
 import shutil
 import subprocess
@@ -13,17 +14,14 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from verl_qwen35 import shell
 from verl_qwen35.run.environment import effective_env
+from verl_qwen35.run.launch_record import digest
+from verl_qwen35.run.private_files import write_private
 from verl_qwen35.run.submit.base import SubmitError, ray_device
 
 TEMPLATE = Path(__file__).with_name("job.sbatch")
-_SBATCH_WORD = re.compile(r"^[^\s'\"\\#]+$")
 SCRIPT = "job.sbatch"
-
-
-def _quoted(values: list[str]) -> str:
-    """A bash array of `values`, each single-quoted (a comma inside one is not a separator)."""
-    return "(" + " ".join("'" + str(v).replace("'", "'\"'\"'") + "'" for v in values) + ")"
 
 
 def sbatch_options(cfg: DictConfig, run_dir: Path) -> list[str]:
@@ -31,7 +29,7 @@ def sbatch_options(cfg: DictConfig, run_dir: Path) -> list[str]:
     s = cfg.submit
     resource, per_node = ray_device(cfg)
     options = [
-        f"--job-name={s.job_name or cfg.trainer.experiment_name}",
+        f"--job-name={s.job_name or shell.job_name(str(cfg.trainer.experiment_name))}",
         f"--nodes={cfg.trainer.nnodes}",
         "--ntasks-per-node=1",
         f"--output={run_dir}/slurm-%j.out",
@@ -59,47 +57,57 @@ def container_args(cfg: DictConfig, run_dir: Path) -> list[str]:
     ]
 
 
-def settings(cfg: DictConfig, run_dir: Path) -> list[str]:
+def settings(cfg: DictConfig, run_dir: Path, launch_digest: str) -> list[str]:
     """Shell assignments the script's body reads, then the device environment and submit.setup."""
     s, ray = cfg.submit, cfg.submit.ray
     resource, per_node = ray_device(cfg)
     device_args = [f"--num-gpus={per_node}"] if resource == "GPU" else [f'--resources={{"{resource}": {per_node}}}']
-    lines = [
-        f"RUN_DIR={shlex.quote(str(run_dir))}",
-        f"NNODES={int(cfg.trainer.nnodes)}",
-        f"DEVICES_PER_NODE={per_node}",
-        f"RAY_RESOURCE={resource}",
-        f"RAY_DEVICE_ARGS={_quoted(device_args)}",
-        f"PYTHON={_quoted(shlex.split(s.python))}",
-        f"CONTAINER_ARGS={_quoted(container_args(cfg, run_dir))}",
-        f"RAY_PORT={int(ray.port)}",
-        f"RAY_DASHBOARD_PORT={int(ray.dashboard_port)}",
-        f"RAY_CLIENT_SERVER_PORT={int(ray.client_server_port)}",
-        f"RAY_TEMP_ARGS={_quoted([f'--temp-dir={ray.temp_dir}'] if ray.temp_dir else [])}",
-        f"RAY_INTERFACE={shlex.quote(ray.interface or '')}",
-        f"RAY_WAIT_TIMEOUT={int(ray.wait_timeout)}",
-        f"RAY_HEAD_ARGS={_quoted(list(ray.head_args))}",
-        f"RAY_WORKER_ARGS={_quoted(list(ray.worker_args))}",
+    values = {
+        "RUN_DIR": str(run_dir),
+        "LAUNCH_DIGEST": launch_digest,
+        "NNODES": int(cfg.trainer.nnodes),
+        "DEVICES_PER_NODE": per_node,
+        "RAY_RESOURCE": resource,
+        "RAY_PORT": int(ray.port),
+        "RAY_DASHBOARD_PORT": int(ray.dashboard_port),
+        "RAY_DASHBOARD_HOST": ray.dashboard_host or "",  # empty: the head node's address
+        "RAY_AUTH": ray.auth_mode,
+        "RAY_CLIENT_SERVER_PORT": int(ray.client_server_port),
+        "RAY_INTERFACE": ray.interface or "",
+        "RAY_WAIT_TIMEOUT": int(ray.wait_timeout),
+    }
+    arrays = {
+        "RAY_DEVICE_ARGS": device_args,
+        "PYTHON": shlex.split(s.python),
+        "CONTAINER_ARGS": container_args(cfg, run_dir),
+        "RAY_TEMP_ARGS": [f"--temp-dir={ray.temp_dir}"] if ray.temp_dir else [],
+        "RAY_HEAD_ARGS": list(ray.head_args),
+        "RAY_WORKER_ARGS": list(ray.worker_args),
+    }
+    lines = [shell.assign(name, value) for name, value in values.items()]
+    lines += [f"{name}={shell.array(items)}" for name, items in arrays.items()]
+    lines += [
         "",
         "# The device environment (env.set, your shell's values winning) for `ray start` and the run;",
         "# secrets are not written here: Slurm passes on what your shell exports at sbatch time.",
     ]
     for name, value in effective_env(cfg).items():
-        lines.append(f"unset {name}" if name in cfg.env.unset else f"export {name}={shlex.quote(value)}")
+        lines.append(shell.unset(name) if name in cfg.env.unset else shell.export(name, value))
     if s.setup:
-        lines += ["", "# submit.setup", *map(str, s.setup)]
+        lines += ["", "# submit.setup", *map(str, s.setup)]  # shell lines, by design
     return lines
 
 
-def render(cfg: DictConfig, run_dir: Path) -> str:
+def render(cfg: DictConfig, run_dir: Path, launch_digest: str) -> str:
+    """The whole script; shell.UnsafeValue for a value the preflight did not refuse (it refuses them all)."""
     text = TEMPLATE.read_text()
-    text = text.replace("@SBATCH@", "\n".join(f"#SBATCH {option}" for option in sbatch_options(cfg, run_dir)))
-    return text.replace("@SETTINGS@", "\n".join(settings(cfg, run_dir)))
+    text = text.replace("@SBATCH@", "\n".join(shell.sbatch_line(option) for option in sbatch_options(cfg, run_dir)))
+    return text.replace("@SETTINGS@", "\n".join(settings(cfg, run_dir, launch_digest)))
 
 
 def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
     """Write launch.yaml and job.sbatch; unless dry, `sbatch` it and return the job id."""
-    if not _SBATCH_WORD.match(str(run_dir)):
+    if shell.sbatch_problem(str(run_dir)):
         # The run dir goes into `#SBATCH --output=...`, a line Slurm splits at whitespace (and cuts at '#').
         raise SubmitError(
             f"the run directory {str(run_dir)!r} holds whitespace, a quote or '#', which an `#SBATCH` line cannot "
@@ -111,9 +119,13 @@ def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: C
             "submit=slurm: the `sbatch` command is not on PATH; submit from a Slurm login node, "
             "or add dry_run=true to only write the run's launch.yaml and job.sbatch"
         )
-    write_launch_file()
+    try:
+        render(cfg, run_dir, "0" * 64)  # every value checked before anything is written
+    except shell.UnsafeValue as err:
+        raise SubmitError(f"job.sbatch cannot carry a value: {err}") from None
+    record = write_launch_file()
     script = run_dir / SCRIPT
-    script.write_text(render(cfg, run_dir))
+    write_private(script, render(cfg, run_dir, digest(record)))
     print(f"slurm      {script} ({cfg.trainer.nnodes} node(s); relaunches {run_dir})")
     if sbatch is None:
         print(f"slurm      dry run, not submitted; to submit: sbatch {script}")
