@@ -54,8 +54,19 @@ TABLE = [
     ([f"{A}.optim.optimizer=AdamW"], f"{A}.optim.optimizer"),
     ([f"{A}.optim.lr_decay_style=inverse_square_root"], f"{A}.optim.lr_decay_style"),
     ([f"{A}.optim.lr_decay_style=inverse-square-root"], None),
-    ([f"{A}.optim.lr_decay_style=WSD", f"{A}.optim.lr_wsd_decay_style=constant"], f"{A}.optim.lr_wsd_decay_style"),
-    ([f"{A}.optim.lr_decay_style=WSD", f"{A}.optim.lr_wsd_decay_style=minus_sqrt"], None),
+    # WSD also needs its decay steps (checks/schedule.py), given here so only the style is judged.
+    (
+        [f"{A}.optim.lr_decay_style=WSD", f"{A}.optim.lr_wsd_decay_steps=2", f"{A}.optim.lr_wsd_decay_style=constant"],
+        f"{A}.optim.lr_wsd_decay_style",
+    ),
+    (
+        [
+            f"{A}.optim.lr_decay_style=WSD",
+            f"{A}.optim.lr_wsd_decay_steps=2",
+            f"{A}.optim.lr_wsd_decay_style=minus_sqrt",
+        ],
+        None,
+    ),
     ([f"{A}.optim.weight_decay_incr_style=exponential"], f"{A}.optim.weight_decay_incr_style"),
 ]
 

@@ -90,9 +90,13 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     found += rollout_setting_problems(cfg)
     found += weights_problems(cfg)
     found += verl_setting_problems(cfg)
-    found += name_problems(cfg)  # estimators, losses, KL types, loggers, ... (verl's registries)
-    found += algorithm_problems(cfg) + trainer_problems(cfg, machine_missing) + optimizer_problems(cfg)
-    found += schedule_problems(cfg, training_steps(cfg, train_rows(cfg)))
+    unknown_names = name_problems(cfg)  # estimators, losses, KL types, loggers, ... (verl's registries)
+    named = {k for p in unknown_names for k in p.keys}
+    found += unknown_names
+    # A key whose name is unknown gets that one message, not also the rules that read the name.
+    family = algorithm_problems(cfg) + trainer_problems(cfg, machine_missing) + optimizer_problems(cfg)
+    family += schedule_problems(cfg, training_steps(cfg, train_rows(cfg)))
+    found += [p for p in family if not named & set(p.keys)]
     if layout.world % (layout.tp * layout.pp * layout.cp) == 0:  # else DP is undefined
         found += batch_problems(cfg, layout, uses_reference(cfg))
     found += packing_problems(cfg, mcore)
