@@ -77,6 +77,16 @@ class Model:
     vocab_size: int = MISSING
     max_position_embeddings: int = MISSING
     mtp_num_layers: int | None = None
+    # The vision tower (HF `vision_config`, defaults of transformers' Qwen3_5MoeVisionConfig, the 35B checkpoint's;
+    # its output width is hidden_size): the memory estimate counts it in training and in vLLM. Set them from your
+    # checkpoint's vision_config where it differs; vision_depth: 0 for a text-only model.
+    vision_depth: int = 27
+    vision_hidden_size: int = 1152
+    vision_intermediate_size: int = 4304
+    vision_patch_size: int = 16
+    vision_temporal_patch_size: int = 2
+    vision_spatial_merge_size: int = 2
+    vision_num_position_embeddings: int = 2304
     train_batch_size: int = MISSING
     ppo_mini_batch_size: int = MISSING
     max_prompt_length: int = MISSING
