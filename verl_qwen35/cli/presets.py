@@ -42,7 +42,6 @@ class Option:
         return loaded if isinstance(loaded, DictConfig) else OmegaConf.create()
 
 
-
 def tested_on(name: str, extra_dirs: Iterable[Path] = ()) -> str | None:
     """The hardware `hardware/tested_on/<model>_<device>.yaml` loads (`- /hardware/h100@_here_`), None without one."""
     for root in (conf_dir(), *extra_dirs):

@@ -135,9 +135,7 @@ def missing_choice(missing: str, found: Iterable[str]) -> str | None:
     return _not_ours(group, name, valid)
 
 
-def implicit_overrides(
-    overrides: Sequence[str], announce: bool = True, config_dirs: Iterable[Path] = ()
-) -> list[str]:
+def implicit_overrides(overrides: Sequence[str], announce: bool = True, config_dirs: Iterable[Path] = ()) -> list[str]:
     """`device` (the hardware's, else detected) and `verl_schema` (the installed verl's) when the command line
     gives none; for a `hardware=NAME` with a layout of its own for the model (`parallel/<model>_<NAME>.yaml`),
     that layout; for a model without `hardware/tested_on/<model>_<device>.yaml` (a user's), the device's
