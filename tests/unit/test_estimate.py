@@ -61,12 +61,18 @@ def test_every_shipped_preset_fits_its_documented_hardware(combo):
     model, device = combo
     cfg = resolved([f"model={model}", f"device={device}"])
     e = estimate(cfg)
-    # shared/reference/README.md layout table: 80 GB class GPUs, 96 GB H20 for 122B, 64 GB per A3 die.
-    assert e.device_memory_gib == {"gpu": 80, "npu": 64}[device] + (16 if (model, device) == ("122b", "gpu") else 0)
+    # shared/reference/README.md layout table: each upstream script's hardware is its preset's default.
+    tested_on = {"gpu": "H100", "npu": "A3"}[device] if (model, device) != ("122b", "gpu") else "H20"
+    assert tested_on in cfg.hardware.name
+    # What torch sees is below the datasheet's 80 / 96 / 64 GB.
+    assert e.device_memory_gib < {"gpu": 80, "npu": 64}[device] + (16 if tested_on == "H20" else 0)
     assert e.fits, e.as_dict()
     assert e.train_gib < e.device_memory_gib and e.rollout_gib < e.device_memory_gib
-    assert e.sequences_fit >= e.sequences_wanted  # the whole step's share is generated at once
-    assert not [p for p in preflight(cfg, machine_missing="warning") if "GiB" in p.message]
+    assert e.sequences_fit >= e.sequences_wanted and e.startup_fits  # the step's share is generated at once
+    # No refusal; the 122B NPU preset's old-policy log-prob pass (micro-batch 4 of 7336 tokens at 12 bytes a
+    # logit) is above 90% of an A3 die as torch sees it, which the preflight warns about.
+    found = [p for p in preflight(cfg, machine_missing="warning") if "GiB" in p.message]
+    assert [p.level for p in found] == (["warning"] if (model, device) == ("122b", "npu") else [])
 
 
 def settings_397b(device: str) -> Settings:
@@ -93,7 +99,7 @@ def settings_397b(device: str) -> Settings:
 )
 def test_the_397b_layouts_fit_their_documented_hardware(device, layout):
     s = settings_397b(device)
-    assert s.device_memory_gib == {"gpu": 80, "npu": 64}[device]
+    assert s.device_memory_gib < {"gpu": 80, "npu": 64}[device]  # h100 / a3 as torch sees them
     e = estimate_layout(QWEN35_397B, layout, s)
     assert e.fits, e.as_dict()
 
@@ -104,7 +110,7 @@ def test_122b_on_one_8_gpu_node_is_refused_for_memory():
     found = [p for p in preflight(cfg, machine_missing="warning") if p.level == "error"]
     (memory,) = [p for p in found if "training needs" in p.message]
     assert "parallel.ep" in memory.keys[0] and "hardware.device_memory_gib" in memory.keys
-    assert "of 96 GiB" in memory.message and "parallel.pp" in memory.message
+    assert "of 95 GiB" in memory.message and "parallel.pp" in memory.message
 
 
 def test_refusal_reaches_the_user_as_exit_2_without_traceback(tmp_path):
@@ -124,7 +130,7 @@ def test_estimate_command_prints_json_with_the_promised_keys(cli):
     data = json.loads(run.out)
     for key in ("params_total", "params_active", "device_memory_gib", "train_gib", "rollout_gib", "fits"):
         assert key in data
-    assert data["host_per_node_gib"] > 0 and data["fits"] is True and data["device_memory_gib"] == 64
+    assert data["host_per_node_gib"] > 0 and data["fits"] is True and data["device_memory_gib"] == pytest.approx(61.27)
 
 
 def test_estimate_command_exits_2_when_it_does_not_fit(cli):
@@ -149,6 +155,7 @@ TINY = {
     "linear_value_head_dim": 2,
     "full_attention_interval": 4,
     "vocab_size": 16,
+    "vision_depth": 0,  # text only
 }
 # attention: q_proj with gate 2*4*2*8=128, k 32, v 32, o 64, q/k norm 4+4, two layernorms 16 -> 280
 # GDN: conv dim 2*2*2+2*2=12; in_proj_qkv 96, z 32, b 16, a 16, conv1d 12*4=48, dt_bias 2, A_log 2,
@@ -205,14 +212,15 @@ def test_tiny_training_bytes_by_hand():
     assert b["gradients"] == pytest.approx(4 * 1874)
     # Distributed optimizer: 12 bytes per parameter, dense sharded over DP 4, experts over expert-DP 1.
     assert b["optimizer"] == pytest.approx(12 * (dense / 4 + expert / 1))
-    # No recompute, 8 tokens: per layer s*b*h*(18 + 4*ffn/h) with ffn = 2 experts * 2 + shared 2 = 6.
-    assert b["activations"] == pytest.approx(4 * 8 * 8 * (18 + 4 * 6 / 8))
-    # Logits: 8 tokens x 16 vocab x (bf16 + fp32 + fp32).
-    assert b["logits"] == pytest.approx(8 * 16 * 10)
+    # No recompute, 8 tokens: per layer s*b*h*(18 + 4*ffn/h + 2*topk*2) with ffn = 2 experts * 2 + shared 2 = 6
+    # and the top-2 routed copies of each token at the experts (their input and output, bf16).
+    assert b["activations"] == pytest.approx(4 * 8 * 8 * (18 + 4 * 6 / 8 + 2 * 2 * 2))
+    # Logits: 8 tokens x 16 vocab x 8 bytes (verl's path: the fp32 upcast kept for backward and its gradient).
+    assert b["logits"] == pytest.approx(8 * 16 * 8)
     assert e.train_gib * GIB == pytest.approx(sum(v for k, v in b.items() if k != "log_prob_pass"))
-    # The forward-only log-prob pass: weights, gradients and optimizer stay (no offload), one layer's
-    # activations and bf16 + fp32 logits of one micro-batch; below the update's peak here.
-    log_prob = 3748 + 7496 + b["optimizer"] + 8 * 8 * (18 + 4 * 6 / 8) + 8 * 16 * 6
+    # The forward-only old-policy log-prob pass: weights, gradients and optimizer stay (no offload), one layer's
+    # activations and 12 bytes per logit of one micro-batch (fp32 logits, their clone, entropy's copy).
+    log_prob = 3748 + 7496 + b["optimizer"] + 8 * 8 * (18 + 4 * 6 / 8 + 2 * 2 * 2) + 8 * 16 * 12
     assert b["log_prob_pass"] == pytest.approx(log_prob)
 
 
@@ -232,7 +240,7 @@ def test_tiny_full_recompute_keeps_only_layer_inputs():
     lo = Layout(1, 4, 1, 1, 1, 4, 1, None, 1)
     s = tiny_settings(recompute_granularity="full", recompute_method="uniform", recompute_num_layers=1)
     e = estimate_layout(TINY, lo, s)
-    per_layer = 8 * 8 * (18 + 4 * 6 / 8)
+    per_layer = 8 * 8 * (18 + 4 * 6 / 8 + 2 * 2 * 2)
     # 4 layer inputs in bf16 kept, plus one layer's activations while it is recomputed.
     assert e.train_breakdown["activations"] * GIB == pytest.approx(4 * 2 * 8 * 8 + per_layer)
 
@@ -244,8 +252,13 @@ def test_tiny_rollout_kv_and_state_by_hand():
     # Per GDN layer: conv 12 x (4-1) bf16 = 72 bytes, recurrent 2 heads x 2 x 2 fp32 = 32 bytes.
     assert r["gdn_state_per_sequence_mib"] * 2**20 == 3 * (72 + 32)
     assert e.rollout_params_per_rank == TINY_TOTAL
+    # vLLM's hybrid page: the attention block is the smallest multiple of 16 tokens whose page (16 bytes a token
+    # for the one attention layer) holds a 104-byte GDN state: 16 tokens, 256 bytes; GDN pages padded to that.
+    assert r["attention_block_tokens"] == 16 and r["gdn_state_padded_per_sequence_mib"] * 2**20 == 3 * 256
+    # Groups of one layer (3 GDN layers are not under 1.5 x 1 attention layer): a sequence of 8 tokens takes one
+    # block in the attention group and one in each of the 3 GDN groups.
     cache = 0.5 * GIB - 2 * TINY_TOTAL - r["vllm_workspace"] * GIB
-    assert e.sequences_fit == int(cache // (8 * 16 + 3 * 104))
+    assert e.sequences_fit == int(cache // 256) // (1 + 3) and e.startup_fits
 
 
 @pytest.mark.parametrize(("model", "kib"), [("35b", 20), ("122b", 24)])
@@ -322,8 +335,8 @@ def test_a_large_log_prob_micro_batch_sets_the_training_peak():
     assert small.train_gib * GIB == pytest.approx(
         sum(v for k, v in small.train_breakdown.items() if k != "log_prob_pass") * GIB
     )
-    # 64 sequences of 8 tokens: weights + one layer's activations + logits (bf16 + fp32), + reserved 0.
-    expected = 2 * 1874 + 64 * 8 * 8 * (18 + 4 * 6 / 8) + 64 * 8 * 16 * 6
+    # 64 sequences of 8 tokens: weights + one layer's activations + 12 bytes per logit, + reserved 0.
+    expected = 2 * 1874 + 64 * 8 * 8 * (18 + 4 * 6 / 8 + 2 * 2 * 2) + 64 * 8 * 16 * 12
     assert large.train_gib * GIB == pytest.approx(expected)
 
 

@@ -71,9 +71,11 @@ def _training_advice(e: memory_model.MemoryEstimate) -> str:
             "shorter sequences (data.max_prompt_length / data.max_response_length) or a smaller "
             "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"
         )
-    if parts["log_prob_pass"] + parts["reserved"] >= e.train_gib:
+    if e.log_prob_gib >= e.update_gib:
+        passes = e.log_prob_breakdown
+        which = "old-policy" if passes["old_log_prob"] >= passes["ref_log_prob"] else "reference"
         advice.append(
-            "the log-prob pass is the peak: lower actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu "
+            f"the {which} log-prob pass is the peak: lower actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu "
             "(and the ref's)"
         )
     if parts["reference"] > 0:
@@ -89,12 +91,14 @@ def memory_problems(cfg: DictConfig) -> list[Problem]:
         return []
     cap, found = e.device_memory_gib, []
     where = f"per device ({DEVICE_CAP}={cap:g})"
-    t = e.train_breakdown
+    t, lp = e.train_breakdown, e.log_prob_breakdown
+    hccl = f", HCCL buffers {t['hccl_buffers']:.1f}" if t["hccl_buffers"] else ""
     train_detail = (
         f"pipeline stage {e.train_stage}: weights {t['weights']:.1f}, gradients {t['gradients']:.1f}, "
         f"optimizer {t['optimizer']:.1f}, activations {t['activations']:.1f}, logits {t['logits']:.1f}, "
-        f"reference {t['reference']:.1f}, reserved {t['reserved']:.1f} GiB; forward-only log-prob pass "
-        f"{t['log_prob_pass']:.1f} GiB"
+        f"reference {t['reference']:.1f}, reserved {t['reserved']:.1f}{hccl} GiB; forward-only log-prob pass "
+        f"{t['log_prob_pass']:.1f} GiB (old policy {lp['old_log_prob']:.1f} with logits {lp['old_log_prob_logits']:.1f}"
+        f", reference {lp['ref_log_prob']:.1f})"
     )
     if e.train_gib > cap:
         found.append(
@@ -112,16 +116,17 @@ def memory_problems(cfg: DictConfig) -> list[Problem]:
         )
     r = e.rollout_breakdown
     util = cfg.actor_rollout_ref.rollout.gpu_memory_utilization
-    fixed = r["actor_residue"] + r["reserved"]
+    fixed = r["actor_residue"] + r["reserved"] + r["hccl_buffers"]
     if e.rollout_gib > cap:
         highest = max(0.0, (cap - fixed) / cap)
         offload = "" if r["actor_residue"] == 0 else " or megatron.param_offload/optimizer_offload=true"
+        hccl = f" and {r['hccl_buffers']:.1f} GiB of HCCL buffers (env.set.HCCL_BUFFSIZE)" if r["hccl_buffers"] else ""
         found.append(
             error(
                 (UTIL, "megatron.param_offload"),
                 f"rollout needs {_percent(e.rollout_gib, cap)} {where}: vLLM takes {UTIL}={util} of the device "
                 f"({r['vllm_budget']:.1f} GiB) beside {r['actor_residue']:.1f} GiB the actor keeps and "
-                f"{r['reserved']:.1f} GiB reserved; set {UTIL} to at most {highest:.2f}{offload}",
+                f"{r['reserved']:.1f} GiB reserved{hccl}; set {UTIL} to at most {highest:.2f}{offload}",
             )
         )
     elif e.rollout_gib > WARN_FRACTION * cap:
@@ -138,6 +143,16 @@ def memory_problems(cfg: DictConfig) -> list[Problem]:
                 f"{r['gdn_state_per_sequence_mib']:.1f} MiB Gated DeltaNet state); raise {UTIL}, raise "
                 "parallel.gen_tp (or the rollout expert_parallel_size), or shorten data.max_prompt_length / "
                 "data.max_response_length",
+            )
+        )
+    elif not e.startup_fits:  # vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory
+        found.append(
+            error(
+                (UTIL, f"{ROLLOUT}.max_model_len", KEYS["gen_tp"]),
+                f"vLLM would refuse to start: its cache ({r['kv_and_state_cache']:.1f} GiB) holds "
+                f"{e.sequences_fit} sequence(s) of the rollout's length but not one of max_model_len="
+                f"{e.startup_length} tokens, which vLLM's start-up check needs; raise {UTIL}, lower "
+                f"{ROLLOUT}.max_model_len (or engine_kwargs.vllm.max_model_len), or raise parallel.gen_tp",
             )
         )
     host = e.host_memory_gib
@@ -175,7 +190,8 @@ def memory_lines(cfg: DictConfig) -> list[str]:
     s = cfg.data.max_prompt_length + cfg.data.max_response_length
     return [
         f"params     {e.params_total / 1e9:.1f}B total, {e.params_active / 1e9:.2f}B active; "
-        f"{e.params_per_rank / 1e9:.2f}B per training rank, {e.rollout_params_per_rank / 1e9:.2f}B per rollout rank",
+        f"{e.params_per_rank / 1e9:.2f}B per training rank, {e.rollout_params_per_rank / 1e9:.2f}B per rollout rank"
+        + (f"; vision tower {e.vision_params / 1e9:.2f}B" if e.vision_params else ""),
         f"memory     train {_percent(e.train_gib, e.device_memory_gib)} per device (stage {e.train_stage}: "
         f"update: weights {t['weights']:.1f} + grads {t['gradients']:.1f} + optimizer {t['optimizer']:.1f} + "
         f"activations {t['activations']:.1f} + logits {t['logits']:.1f}; log-prob pass {t['log_prob_pass']:.1f})",

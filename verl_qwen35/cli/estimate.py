@@ -1,4 +1,5 @@
-"""`verl-qwen35 estimate [overrides] [--format json]`: memory per device and host memory per node."""
+"""`verl-qwen35 estimate [overrides] [--format json]`: memory per device and host memory per node, every term
+named (the training update, the log-prob passes, the rollout, the host; docs/planning.md lists the JSON keys)."""
 
 import argparse
 import json
@@ -21,7 +22,10 @@ PROG = "verl-qwen35 estimate"
 def _text(e: MemoryEstimate, cfg: DictConfig) -> str:
     lines = memory_lines(cfg)
     lines.append("training   " + ", ".join(f"{k} {v:.2f}" for k, v in e.train_breakdown.items()) + " GiB")
+    lines.append("log-prob   " + ", ".join(f"{k} {v:.2f}" for k, v in e.log_prob_breakdown.items()) + " GiB")
     lines.append("rollout    " + ", ".join(f"{k} {v:.2f}" for k, v in e.rollout_breakdown.items()))
+    start = "fits" if e.startup_fits else "does NOT fit"
+    lines.append(f"vLLM start-up: one max_model_len={e.startup_length} sequence {start} the cache")
     lines.append("host/node  " + ", ".join(f"{k} {v:.2f}" for k, v in e.host_breakdown.items()) + " GiB")
     return "\n".join(lines)
 

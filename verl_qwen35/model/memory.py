@@ -10,9 +10,10 @@ No torch, no verl: the numbers come from the model facts (`model.*`), the layout
 
 Formulas and their sources are written beside the code. Everything is bytes until `GIB`.
 What is NOT modelled (and why the device capacities keep a reserve, `hardware.reserved_gib`):
-allocator fragmentation, NCCL/HCCL buffers beyond the reserve, MoE token-permutation and
-all-to-all buffers, CUDA-graph pools, the vision tower (no facts for it in the reference; it is
-small next to the MoE layers), Python/Ray/data-loader host memory.
+allocator fragmentation, NCCL buffers (the GPU reserve covers them; HCCL's are counted), MoE all-to-all
+staging buffers beyond the permuted token copies, the router's scores, CUDA-graph pools, the vision tower's
+activations (images are small next to the text), Python/Ray/data-loader host memory, vLLM prefix caching's
+larger blocks.
 """
 
 import math
@@ -32,13 +33,32 @@ FP32 = 4
 # Defaults of keys the reference does not give for every model.
 VLLM_MAX_NUM_SEQS = 256  # verl rollout.max_num_seqs default (trainer/config/rollout/rollout.yaml)
 VLLM_MAX_BATCHED_TOKENS = 8192  # verl rollout.max_num_batched_tokens default
-# Per logit of the TP vocabulary shard (an approximation): the bf16 output of the output layer
-# plus two fp32 buffers saved for backward (verl/utils/megatron/tensor_parallel.py
-# _VocabParallelEntropy saves the logits and their softmax; megatron-core's
-# vocab_parallel_cross_entropy keeps its exp-logits).
-LOGIT_BYTES = BF16 + FP32 + FP32
-# Forward-only log-prob passes: the bf16 logits and one fp32 log-softmax buffer per logit.
-LOG_PROB_LOGIT_BYTES = BF16 + FP32
+# Bytes per logit (token x vocabulary shard) at the peak of each pass through verl's own logits path:
+# megatron-core's Float16Module.forward upcasts the last stage's bf16 output to fp32
+# (megatron/core/transformer/module.py), then verl's MegatronEngineWithLMHead._lm_head_logits_processor
+# (verl/workers/engine/megatron/transformer_impl.py; the same code inline in verl 0.8.0) divides by the
+# temperature in place, clones the logits when it computes entropy (vocab_parallel_entropy,
+# verl/utils/megatron/tensor_parallel.py, makes a normalized copy) and takes the log-probs with megatron-core's
+# vocab_parallel_cross_entropy (which keeps its fp32 exp-logits for backward). Measured on CPU with the torch
+# profiler's memory events by scripts/measure_logit_bytes.py (tests/unit/test_logit_bytes.py holds them to it).
+# The update (verl's _update_actor: calculate_entropy only with entropy_coeff != 0 or actor.calculate_entropy):
+# the fp32 logits kept for backward + their fp32 gradient from the temperature division.
+UPDATE_LOGIT_BYTES = FP32 + FP32
+# The same with entropy in the loss: + the clone and entropy's saved softmax.
+UPDATE_ENTROPY_LOGIT_BYTES = 3 * FP32
+# The old-policy pass (_compute_old_log_prob: calculate_entropy=True, no grad): fp32 logits + clone + entropy's
+# normalized copy.
+OLD_LOG_PROB_LOGIT_BYTES = 3 * FP32
+# The reference pass (_compute_ref_log_prob: calculate_entropy=False, no grad): the bf16 output beside its upcast.
+REF_LOG_PROB_LOGIT_BYTES = BF16 + FP32
+# HCCL: each communicator holds 2 x HCCL_BUFFSIZE MB (send and receive) for its lifetime, 200 MB by default
+# (CANN HCCL user guide, "HCCL_BUFFSIZE"); a rank of the colocated actor/ref + vLLM worker uses 7-8 of them
+# (Megatron's TP, PP, DP, CP, EP and expert-DP groups that communicate, vLLM's TP/EP group and the world group).
+HCCL_COMMUNICATORS_PER_RANK = 8
+HCCL_DEFAULT_BUFFSIZE_MB = 200
+# vLLM: attention blocks are multiples of 16 tokens (HybridAttentionMambaModelConfig, kernel alignment).
+VLLM_BLOCK_ALIGNMENT = 16
+VISION_IN_CHANNELS = 3  # RGB (Qwen3_5MoeVisionConfig.in_channels)
 
 
 class InputError(ValueError):
@@ -142,6 +162,9 @@ class ModelFacts:
     gdn_value_dim: int
     conv_kernel: int
     attention_prefix: tuple[int, ...] = field(repr=False)  # full-attention layers among the first i layers
+    # The vision tower (transformers Qwen3_5MoeVisionModel; tests/unit/test_vision_params.py counts the real one).
+    vision_split: int = 0  # the blocks' qkv, proj, fc1, fc2 and the merger's fc1, fc2 weights: split by TP
+    vision_replicated: int = 0  # patch and position embeddings, norms, biases
 
     @classmethod
     def of(cls, m: "Mapping[str, Any] | ModelFacts") -> "ModelFacts":
@@ -169,6 +192,7 @@ class ModelFacts:
         conv_dim = 2 * hk * dk + hv * dv
         gdn_split = h * conv_dim + h * hv * dv + 2 * h * hv + conv_dim * kernel + 2 * hv + hv * dv * h
         tied = _flag(m, "tie_word_embeddings", "model")
+        vision_split, vision_replicated = _vision_params(m, h, hint)
         return cls(
             num_layers=L,
             hidden=h,
@@ -197,7 +221,13 @@ class ModelFacts:
             gdn_value_dim=dv,
             conv_kernel=kernel,
             attention_prefix=tuple(prefix),
+            vision_split=vision_split,
+            vision_replicated=vision_replicated,
         )
+
+    @property
+    def vision_params(self) -> int:
+        return self.vision_split + self.vision_replicated
 
     @property
     def attention_layer(self) -> int:
@@ -231,6 +261,31 @@ class ModelFacts:
     def ffn_active_width(self) -> int:
         """Intermediate width a token passes through in one MoE layer (top-k experts + shared)."""
         return (self.topk * self.expert + self.shared) // (3 * self.hidden)
+
+
+def _vision_params(m: "Mapping[str, Any]", out: int, hint: str) -> tuple[int, int]:
+    """(TP-split, replicated) parameters of the Qwen3.5 vision tower (transformers modeling_qwen3_5_moe.py
+    Qwen3_5MoeVisionModel): Conv3d patch embedding with bias, learned position embedding, `depth` blocks of two
+    LayerNorms, a biased qkv and proj, a biased fc1/fc2 MLP, and the patch merger (LayerNorm, fc1 over the
+    merge^2 patches, fc2 to the text hidden size). The linear weights are split by TP in training as mbridge
+    builds a vision model beside the language model on the first stage (mbridge/models/qwen2_5_vl/model.py) and
+    in vLLM (qwen3_vl.py Qwen3_VisionBlock: QKVParallelLinear, RowParallelLinear, MLP)."""
+
+    def fact(name: str, low: int = 1) -> int:
+        return _number(m, name, "model", low=low, hint=hint, default=getattr(Model, name))
+
+    depth = fact("vision_depth", low=0)
+    if depth == 0:
+        return 0, 0
+    c, f = fact("vision_hidden_size"), fact("vision_intermediate_size")
+    p, t, merge = fact("vision_patch_size"), fact("vision_temporal_patch_size"), fact("vision_spatial_merge_size")
+    merged = c * merge * merge
+    split = depth * (4 * c * c + 2 * c * f) + merged * merged + merged * out
+    patch = VISION_IN_CHANNELS * t * p * p * c + c
+    block_rest = 4 * c + 3 * c + c + f + c  # two LayerNorms (weight, bias), qkv, proj, fc1, fc2 biases
+    merger_rest = 2 * c + merged + out  # its LayerNorm, fc1 and fc2 biases
+    replicated = patch + fact("vision_num_position_embeddings") * c + depth * block_rest + merger_rest
+    return split, replicated
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,8 +323,12 @@ class Settings:
     max_num_seqs: int = VLLM_MAX_NUM_SEQS
     max_num_batched_tokens: int = VLLM_MAX_BATCHED_TOKENS
     vllm_sleep_level: int = 2
-    log_prob_micro_batch: int = 1  # the larger of rollout's and ref's log_prob_micro_batch_size_per_gpu
-    log_prob_max_token_len: int | None = None  # log_prob_max_token_len_per_gpu with log_prob_use_dynamic_bsz
+    log_prob_micro_batch: int = 1  # the old-policy pass: rollout.log_prob_micro_batch_size_per_gpu
+    log_prob_max_token_len: int | None = None  # rollout.log_prob_max_token_len_per_gpu with log_prob_use_dynamic_bsz
+    ref_log_prob_micro_batch: int | None = None  # the reference pass (None without a reference model)
+    ref_log_prob_max_token_len: int | None = None  # ref.log_prob_max_token_len_per_gpu with its dynamic batches
+    update_entropy: bool = False  # the loss takes entropy: entropy_coeff != 0 or actor.calculate_entropy
+    hccl_buffer_gib: float = 0.0  # per device on Ascend: HCCL's communicator buffers (from env HCCL_BUFFSIZE)
 
     @property
     def sequence_length(self) -> int:
@@ -279,6 +338,11 @@ class Settings:
     @property
     def rollout_length(self) -> int:
         return min(self.sequence_length, self.max_model_len or self.sequence_length)
+
+    @property
+    def startup_length(self) -> int:
+        """The max_model_len vLLM starts with: the rollout's, else prompt + response (verl's vLLM server)."""
+        return self.max_model_len or self.sequence_length
 
     @classmethod
     def of(cls, cfg: DictConfig) -> "Settings":
@@ -310,10 +374,17 @@ class Settings:
             hint=f" (a part of hardware.device_memory_gib={device_memory:g})",
         )  # fmt: skip
         uses_ref = _flag(actor, "use_kl_loss", A) or _flag(cfg.algorithm, "use_kl_in_reward", "algorithm")
+        REF = "actor_rollout_ref.ref"
+
         # The old-policy log-probs run with the rollout's log-prob micro-batch, the ref's with its own.
-        sides = [(rollout, R)] + ([(arr.ref, "actor_rollout_ref.ref")] if uses_ref else [])
-        log_prob_micro = max(_number(node, "log_prob_micro_batch_size_per_gpu", w, default=1) for node, w in sides)
-        dynamic = [(node, w) for node, w in sides if _flag(node, "log_prob_use_dynamic_bsz", w)]
+        def log_prob_side(node: Any, where: str) -> tuple[int, int | None]:
+            micro = _number(node, "log_prob_micro_batch_size_per_gpu", where, default=1)
+            dynamic = _flag(node, "log_prob_use_dynamic_bsz", where)
+            return micro, _number(node, "log_prob_max_token_len_per_gpu", where) if dynamic else None
+
+        old_micro, old_tokens = log_prob_side(rollout, R)
+        ref_micro, ref_tokens = log_prob_side(arr.ref, REF) if uses_ref else (None, None)
+        entropy_coeff = _number(actor, "entropy_coeff", A, whole=False, low=-math.inf, default=0.0)
         param_offload = _flag(mg, "param_offload", M)
         dynamic_bsz = _flag(actor, "use_dynamic_bsz", A)
         rollout_n = _number(rollout, "n", R)
@@ -355,11 +426,30 @@ class Settings:
             # verl/third_party/vllm/__init__.py: VLLM_SLEEP_LEVEL is 1 on Ascend (weights kept in host
             # memory), 2 on GPU with vLLM >= 0.18 (weights dropped, re-synced from the actor).
             vllm_sleep_level=1 if cfg.trainer.get("device") == "npu" or _flag(rollout, "layered_summon", R) else 2,
-            log_prob_micro_batch=log_prob_micro,
-            log_prob_max_token_len=max(
-                (_number(node, "log_prob_max_token_len_per_gpu", w) for node, w in dynamic), default=None
-            ),
+            log_prob_micro_batch=old_micro,
+            log_prob_max_token_len=old_tokens,
+            ref_log_prob_micro_batch=ref_micro,
+            ref_log_prob_max_token_len=ref_tokens,
+            # verl/trainer/ppo/ray_trainer.py _update_actor.
+            update_entropy=entropy_coeff != 0 or _flag(actor, "calculate_entropy", A),
+            hccl_buffer_gib=_hccl_buffer_gib(cfg),
         )
+
+
+def _hccl_buffer_gib(cfg: DictConfig) -> float:
+    """Per device on Ascend: communicators x 2 x HCCL_BUFFSIZE MB (the CANN HCCL user guide, "HCCL_BUFFSIZE":
+    each communicator holds a send and a receive buffer of that size); 0 on GPU (NCCL's are in the reserve)."""
+    if cfg.trainer.get("device") != "npu":
+        return 0.0
+    env = (cfg.get("env") or {}).get("set") or {}
+    raw = env.get("HCCL_BUFFSIZE", HCCL_DEFAULT_BUFFSIZE_MB)
+    try:
+        size = float(raw)
+    except (TypeError, ValueError):
+        raise InputError("env.set.HCCL_BUFFSIZE", f"env.set.HCCL_BUFFSIZE={raw!r}: must be a number of MB") from None
+    if not math.isfinite(size) or size < 1:
+        raise InputError("env.set.HCCL_BUFFSIZE", f"env.set.HCCL_BUFFSIZE={raw!r}: must be a number of MB >= 1")
+    return HCCL_COMMUNICATORS_PER_RANK * 2 * size / 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,6 +474,12 @@ class MemoryEstimate:
     host_memory_gib: float
     host_breakdown: dict[str, float]
     fits: bool
+    vision_params: int  # the vision tower (not in params_total, as the published totals count the text model)
+    update_gib: float  # the training update's peak (with the reserve and HCCL buffers)
+    log_prob_gib: float  # the forward-only log-prob passes' peak (likewise)
+    log_prob_breakdown: dict[str, float]
+    startup_fits: bool  # vLLM's start-up check: one whole max_model_len sequence fits the cache
+    startup_length: int  # the max_model_len vLLM starts with
 
     @property
     def peak_gib(self) -> float:
@@ -431,8 +527,15 @@ def _layer_activation_bytes(tokens: float, m: ModelFacts, tp: int, sp: bool) -> 
     writes the MLP part for any FFN width: s*b*h*(18 + 4*ffn/h) with SP. For MoE the FFN width a
     token passes through is top-k experts + the shared expert; a Gated DeltaNet layer is counted
     like an attention layer (its q/k/v/z projections and gated norm are of the same order).
+
+    MoE: the formula counts an MLP's input once, but each token reaches its top-k experts as k copies. The
+    token dispatcher permutes them (megatron/core/transformer/moe/token_dispatcher.py
+    MoEAlltoAllTokenDispatcher.token_dispatch: tokens x topk rows after the all-to-all), the grouped experts keep
+    that input for their fc1 backward (experts.py TEGroupedMLP), and the combine keeps the experts' output to
+    weight it by the routing probabilities (moe_utils.py unpermute): 2 x topk x h bf16 per token, split like the
+    rest under sequence parallelism (each TP rank dispatches its own sequence shard).
     """
-    coefficient = 18 + 4 * m.ffn_active_width / m.hidden
+    coefficient = 18 + 4 * m.ffn_active_width / m.hidden + 2 * m.topk * BF16
     replicated = 0 if sp else 10
     return tokens * m.hidden * ((coefficient - replicated) / tp + replicated)
 
@@ -472,7 +575,7 @@ def _train_stage_params(m: ModelFacts, lo: Layout, start: int, end: int, last: b
     expert_layer = (m.experts // lo.ep) * (m.expert // lo.etp)
     expert = layers * expert_layer
     if start == 0:
-        dense += m.embedding // lo.tp
+        dense += m.embedding // lo.tp + m.vision_split // lo.tp + m.vision_replicated
     if last:
         dense += (m.output or (m.embedding if lo.pp > 1 else 0)) // lo.tp + m.hidden
         # MTP layers (a full-attention decoder layer each, plus eh_proj and norms) sit on the last stage.
@@ -490,6 +593,7 @@ def _rollout_params(m: ModelFacts, lo: Layout) -> int:
     attention = m.attn_split // gt + m.attn_kv_per_head * kv + m.attn_replicated
     dense = m.attention_layers * attention + m.gdn_layers * (m.gdn_split // gt + m.gdn_replicated)
     dense += m.num_layers * (m.shared // gt + m.router) + (m.embedding + m.output) // gt + m.hidden
+    dense += m.vision_split // gt + m.vision_replicated
     expert_split = lo.gen_ep if lo.gen_ep > 1 else gt
     return dense + m.num_layers * m.experts * m.expert // expert_split
 
@@ -527,11 +631,18 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
     dp = max(1, lo.world // (lo.tp * lo.pp * lo.cp))
     # Tokens of one micro-batch on one rank (dynamic batch size: a token budget), split by CP.
     tokens = float(s.max_token_len or s.micro_batch * s.sequence_length) / lo.cp
-    log_prob_tokens = float(s.log_prob_max_token_len or s.log_prob_micro_batch * s.sequence_length) / lo.cp
+    # The log-prob passes' tokens per micro-batch and rank: the old policy's with the rollout's keys, the ref's with
+    # its own (0 without a reference model).
+    old_tokens = float(s.log_prob_max_token_len or s.log_prob_micro_batch * s.sequence_length) / lo.cp
+    ref_tokens = 0.0
+    if s.ref_log_prob_micro_batch is not None:
+        ref_tokens = float(s.ref_log_prob_max_token_len or s.ref_log_prob_micro_batch * s.sequence_length) / lo.cp
+    update_logit_bytes = UPDATE_ENTROPY_LOGIT_BYTES if s.update_entropy else UPDATE_LOGIT_BYTES
+    hccl = s.hccl_buffer_gib * GIB
     num_micro = max(1, s.mini_batch_sequences // (dp * max(1, s.micro_batch)))
 
     frac = s.optimizer_offload_fraction if s.optimizer_cpu_offload else 0.0
-    best: tuple[float, int, dict[str, float]] | None = None
+    best: tuple[float, int, dict[str, float], dict[str, float], float, float] | None = None
     worst_residue = 0.0
     host_rank_sum = 0.0
     stages = _stage_layers(m.num_layers, lo.pp, s.first_last)
@@ -546,10 +657,10 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
         optimizer_device = optimizer * (1 - frac)
         activations = _activation_bytes(m, lo, s, end - start, index, num_micro, tokens, sp)
         logits = 0.0
+        heads = 1 + s.mtp_layers  # the output layer's logits, one more set per MTP layer
         if last:
-            # Output layer logits over the TP shard of the vocabulary (+ one more set per MTP layer).
-            heads = 1 + s.mtp_layers
-            logits = heads * LOGIT_BYTES * tokens * m.vocab / lo.tp
+            # Over the TP shard of the vocabulary, the bytes verl's own path holds (UPDATE_LOGIT_BYTES).
+            logits = heads * update_logit_bytes * tokens * m.vocab / lo.tp
         ref = BF16 * params if s.uses_reference and not s.param_offload else 0.0
         # verl's param/optimizer offload only moves them out between phases: entering the training
         # context loads weights, gradients and the optimizer back onto the device before the first
@@ -561,10 +672,16 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
         residue += 0 if s.optimizer_offload else optimizer_device
         # Log-prob passes (old policy, ref): forward only, in eval mode verl loads the weights alone
         # (BaseEngineCtx: model yes, optimizer and gradients no); one layer's activations at a time and
-        # the logits of a log-prob micro-batch on the last stage.
-        log_prob = residue + (weights if s.param_offload else 0)
-        log_prob += _layer_activation_bytes(log_prob_tokens, m, lo.tp, sp)
-        log_prob += LOG_PROB_LOGIT_BYTES * log_prob_tokens * m.vocab / lo.tp if last else 0
+        # the logits of a log-prob micro-batch on the last stage, at the bytes per logit of each pass
+        # (OLD_LOG_PROB_LOGIT_BYTES: with entropy and a clone; REF_LOG_PROB_LOGIT_BYTES: log-probs only).
+        loaded = weights if s.param_offload else 0.0
+        old_logits = OLD_LOG_PROB_LOGIT_BYTES * old_tokens * m.vocab / lo.tp if last else 0.0
+        ref_logits = REF_LOG_PROB_LOGIT_BYTES * ref_tokens * m.vocab / lo.tp if last else 0.0
+        old_activations = _layer_activation_bytes(old_tokens, m, lo.tp, sp)
+        ref_activations = _layer_activation_bytes(ref_tokens, m, lo.tp, sp)
+        old_pass = residue + loaded + old_activations + old_logits
+        ref_pass = residue + loaded + ref_activations + ref_logits if ref_tokens else 0.0
+        log_prob = max(old_pass, ref_pass)
         peak = max(update, log_prob)
         breakdown = {
             "weights": _gib(weights),
@@ -574,10 +691,21 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
             "logits": _gib(logits),
             "reference": _gib(ref),
             "reserved": _gib(reserved),
-            "log_prob_pass": _gib(log_prob),  # the forward-only pass's own peak (compared, not added)
+            "hccl_buffers": _gib(hccl),
+            "log_prob_pass": _gib(log_prob),  # the forward-only passes' own peak (compared, not added)
+        }
+        passes = {
+            "resident": _gib(residue),  # what the actor (and ref) keep on the device between phases
+            "loaded_weights": _gib(loaded),  # the offloaded weights verl loads back for the pass
+            "old_log_prob_activations": _gib(old_activations),
+            "old_log_prob_logits": _gib(old_logits),
+            "old_log_prob": _gib(old_pass),
+            "ref_log_prob_activations": _gib(ref_activations),
+            "ref_log_prob_logits": _gib(ref_logits),
+            "ref_log_prob": _gib(ref_pass),
         }
         if best is None or peak > best[0]:
-            best = (peak, index, breakdown)
+            best = (peak, index, breakdown, passes, update, log_prob)
             params_rank = params
             active_rank = dense + expert * m.topk // m.experts
         worst_residue = max(worst_residue, residue)
@@ -591,8 +719,8 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
         host += optimizer_device if s.optimizer_offload else 0
         host_rank_sum += host
     assert best is not None
-    train_peak, train_stage, train_breakdown = best
-    train_total = train_peak + reserved
+    train_peak, train_stage, train_breakdown, log_prob_breakdown, update_peak, log_prob_peak = best
+    train_total = train_peak + reserved + hccl
 
     # Rollout (vLLM, colocated): vLLM takes gpu_memory_utilization of the device's total memory for
     # weights, profile activations and the KV/state cache (vllm/v1/worker/gpu_worker.py
@@ -604,29 +732,54 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
     workspace = s.max_num_seqs * m.vocab * FP32 + s.max_num_batched_tokens * m.hidden * BF16 * 16
     budget = s.gpu_memory_utilization * cap
     cache = budget - vllm_weights - workspace
-    # Per token: K and V of the full-attention layers only, bf16, KV heads per rank as above.
-    kv_token = 2 * _kv_heads_per_rank(m.kv_heads, lo.gen_tp) * m.head_dim * BF16 * m.attention_layers
-    # Per sequence, per GDN layer (vLLM MambaStateShapeCalculator.gated_delta_net_state_shape):
-    # conv state (2*Hk*dk + Hv*dv)/TP x (kernel-1) in bf16, recurrent state Hv/TP x dv x dk in fp32
-    # (Qwen3.5 sets mamba_ssm_dtype float32).
+    # KV cache of a hybrid model (vLLM v1). One full-attention layer's page per token: K and V, bf16, KV heads
+    # per rank as above (FullAttentionSpec.page_size_bytes). One GDN layer's state per sequence
+    # (MambaStateShapeCalculator.gated_delta_net_state_shape): conv state (2*Hk*dk + Hv*dv)/TP x (kernel-1) in
+    # bf16, recurrent state Hv/TP x dv x dk in fp32 (Qwen3.5 sets mamba_ssm_dtype float32).
+    attention_token = 2 * _kv_heads_per_rank(m.kv_heads, lo.gen_tp) * m.head_dim * BF16
+    kv_token = attention_token * m.attention_layers
     conv = m.gdn_conv_dim // lo.gen_tp * (m.conv_kernel - 1) * BF16
     recurrent = max(1, m.gdn_value_heads // lo.gen_tp) * m.gdn_value_dim * m.gdn_key_dim * FP32
-    per_sequence = s.rollout_length * kv_token + m.gdn_layers * (conv + recurrent)
-    sequences_fit = int(cache // per_sequence) if cache > 0 else 0
+    gdn_state = conv + recurrent
+    # vllm/model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config (without
+    # prefix caching): the attention block is the smallest multiple of 16 tokens whose page holds one GDN
+    # state, and the GDN page is padded to the attention page.
+    block_tokens = VLLM_BLOCK_ALIGNMENT * math.ceil(gdn_state / (VLLM_BLOCK_ALIGNMENT * attention_token))
+    page = block_tokens * attention_token
+    # vllm/v1/core/kv_cache_utils.py _get_kv_cache_groups_uniform_page_size: layers of each kind are cut into
+    # groups of the smaller kind's count (the larger's when under 1.5x), padded; a block is one page in every
+    # layer of a group, drawn from one pool by all groups. A sequence takes ceil(length / block) blocks in each
+    # attention group and one block in each GDN group.
+    counts = [c for c in (m.attention_layers, m.gdn_layers) if c]
+    group_size = max(counts) if max(counts) < 1.5 * min(counts) else min(counts)
+    attention_groups = math.ceil(m.attention_layers / group_size)
+    gdn_groups = math.ceil(m.gdn_layers / group_size)
+    blocks = int(cache // (page * group_size)) if cache > 0 else 0
+
+    def blocks_per_sequence(length: int) -> int:
+        return attention_groups * math.ceil(length / block_tokens) + gdn_groups
+
+    sequences_fit = blocks // blocks_per_sequence(s.rollout_length)
+    # vllm/v1/core/kv_cache_utils.py check_enough_kv_cache_memory: the engine refuses to start unless the
+    # cache holds one whole max_model_len sequence.
+    startup_fits = blocks >= blocks_per_sequence(s.startup_length)
     # A step's sequences spread over world / gen_tp vLLM engines (TP groups); each runs at most
     # max_num_seqs at once. Fewer fitting than wanted only means queueing, not failure.
     engines = max(1, lo.world // lo.gen_tp)
     sequences_wanted = min(s.max_num_seqs, math.ceil(s.step_sequences / engines))
-    rollout_total = worst_residue + reserved + budget
+    rollout_total = worst_residue + reserved + hccl + budget
     rollout_breakdown = {
         "vllm_budget": _gib(budget),
         "vllm_weights": _gib(vllm_weights),
         "vllm_workspace": _gib(workspace),
         "kv_and_state_cache": _gib(max(0.0, cache)),
         "kv_per_token_kib": kv_token / 1024,
-        "gdn_state_per_sequence_mib": m.gdn_layers * (conv + recurrent) / 2**20,
+        "gdn_state_per_sequence_mib": m.gdn_layers * gdn_state / 2**20,
+        "attention_block_tokens": block_tokens,
+        "gdn_state_padded_per_sequence_mib": gdn_groups * group_size * page / 2**20,
         "actor_residue": _gib(worst_residue),
         "reserved": _gib(reserved),
+        "hccl_buffers": _gib(hccl),
     }
     host_vllm = vllm_weights if s.vllm_sleep_level == 1 else 0
     host_rank_mean = host_rank_sum / len(stages) + host_vllm
@@ -636,7 +789,11 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
         "vllm_sleeping_weights": _gib(host_vllm * lo.devices_per_node),
     }
     fits = (
-        train_total <= cap and rollout_total <= cap and sequences_fit >= 1 and host_per_node <= s.host_memory_gib * GIB
+        train_total <= cap
+        and rollout_total <= cap
+        and sequences_fit >= 1
+        and startup_fits
+        and host_per_node <= s.host_memory_gib * GIB
     )
     return MemoryEstimate(
         params_total=m.params_total,
@@ -657,6 +814,12 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
         host_memory_gib=s.host_memory_gib,
         host_breakdown=host_breakdown,
         fits=fits,
+        vision_params=m.vision_params,
+        update_gib=_gib(update_peak + reserved + hccl),
+        log_prob_gib=_gib(log_prob_peak + reserved + hccl),
+        log_prob_breakdown=log_prob_breakdown,
+        startup_fits=startup_fits,
+        startup_length=s.startup_length,
     )
 
 
