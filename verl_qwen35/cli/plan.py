@@ -163,8 +163,9 @@ def write_sweep(directory: Path, listed: list[tuple[str, Candidate]], cfg: DictC
         }
         if c.split.first is not None or c.split.last is not None:  # uneven stages live beside the layout
             node["megatron"] = {"override_transformer_config": {FIRST: c.split.first, LAST: c.split.last}}
-        header = f"# Layout {rank} of {PROG} for {cfg.model.name} on {c.layout.nnodes}x{c.layout.devices_per_node}.\n"
-        header += "# @package _global_\n"
+        # The package line first: Hydra reads it from the file's header (the stage counts sit beside `parallel`).
+        header = "# @package _global_\n"
+        header += f"# Layout {rank} of {PROG} for {cfg.model.name} on {c.layout.nnodes}x{c.layout.devices_per_node}.\n"
         (directory / "parallel" / f"{name}.yaml").write_text(header + OmegaConf.to_yaml(node))
         names.append(name)
     return names
