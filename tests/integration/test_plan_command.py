@@ -50,7 +50,7 @@ def test_published_layout_is_accepted_and_fits(combo):
     _, resolved = composed(model, device)
     plain = Plain.of(OmegaConf.to_container(resolved))
     lo = published(combo)
-    trainings = {t for t, _, _ in training_layouts(plain, Layout.of(plain), device, [0])}
+    trainings = {t for t, *_ in training_layouts(plain, Layout.of(plain), device, [0])}
     rollouts = {(r.gen_tp, r.gen_dp, r.gen_ep) for r, _ in rollout_layouts(plain, Layout.of(plain), [0])}
     assert dataclasses.replace(lo, gen_tp=8, gen_dp=1, gen_ep=1) in {
         dataclasses.replace(t, gen_tp=8, gen_dp=1, gen_ep=1) for t in trainings

@@ -11,8 +11,11 @@ The config is composed once (by the caller); layouts are varied in-process, neve
 2. The judge is the preflight's own rule functions (`checks.layout.layout_problems`,
    `checks.rollout.rollout_problems`, `checks.batches.batch_problems`, ...) and the memory
    estimate of `verl_qwen35.estimate`; a layout with an error is dropped, one with warnings kept
-   (warnings are listed, they do not rank).
-3. Ranking (`rank_key`): layouts that fit, by the predicted seconds of one GRPO step
+   and listed. A warning that asks for a change (CP on NPU needs MindSpeed's context_parallel_algo)
+   ranks its layout after those without; a note that changes nothing (sequence_parallel at TP 1,
+   which verl turns off) does not rank.
+3. Ranking (`rank_key`): layouts that fit, without a warning asking for a change, by the
+   predicted seconds of one GRPO step
    (`verl_qwen35.model.step_time`), then more memory headroom; one row per TP, PP, CP, EP, ETP
    (its fastest VPP and stage split). Each training layout is paired
    with the fastest rollout layout it fits with. Best-first: training layouts are visited in
@@ -84,6 +87,7 @@ class Candidate:
     estimate: MemoryEstimate
     warnings: tuple[str, ...]
     time: StepTime
+    actionable: bool = False  # a warning asks for a change (not a mere note such as SP at TP 1)
 
     @property
     def fits(self) -> bool:
@@ -146,8 +150,9 @@ def pipeline_splits(layers: int, pp: int, own: Split, imbalance: Any = None) -> 
 
 def training_layouts(
     cfg: Any, base: Layout, device: str, counter: list[int], facts: ModelFacts | None = None
-) -> Iterator[tuple[Layout, Split, list[Problem]]]:
-    """Training layouts (rollout as in `base`) the layout and batch rules accept, with their warnings;
+) -> Iterator[tuple[Layout, Split, list[Problem], list[Problem]]]:
+    """Training layouts (rollout as in `base`) the layout and batch rules accept, with their warnings
+    and their notes (warnings that change nothing: sequence_parallel at TP 1, which verl turns off);
     with `facts`, only the uneven stage splits that best even out the work (see `pipeline_splits`)."""
     arch, world, own = cfg.model, base.world, user_split(cfg)
     uses_ref = uses_reference(cfg)
@@ -179,9 +184,9 @@ def training_layouts(
                                 counter[0] += 1
                                 found = layout_problems(lo, arch, device, split=split, mtp=mtp)
                                 if not _errors(found):
-                                    found += batch_problems(cfg, lo, uses_ref) + sequence_parallel_problems(cfg, lo)
+                                    found += batch_problems(cfg, lo, uses_ref)
                                 if not _errors(found):
-                                    yield lo, split, found
+                                    yield lo, split, found, sequence_parallel_problems(cfg, lo)
                                 elif vpp is None:
                                     break  # interleaving cannot mend a layout the rules refuse without it
 
@@ -203,8 +208,8 @@ def rollout_layouts(cfg: Any, base: Layout, counter: list[int]) -> Iterator[tupl
 
 
 def rank_key(c: Candidate) -> tuple:
-    """Fits, fewer predicted seconds per step, more memory headroom. Warnings do not rank."""
-    return (not c.fits, round(c.time.seconds, 2), -c.headroom)
+    """Fits, no warning asking for a change, fewer predicted seconds per step, more memory headroom."""
+    return (not c.fits, c.actionable, round(c.time.seconds, 2), -c.headroom)
 
 
 @dataclass(frozen=True)
@@ -228,13 +233,16 @@ class Model:
             return self.settings
         return dataclasses.replace(self.settings, first_last=(split.first, split.last))
 
-    def candidate(self, lo: Layout, split: Split, warnings: tuple[str, ...], train: dict[str, float]) -> Candidate:
+    def candidate(
+        self, lo: Layout, split: Split, warnings: tuple[str, ...], train: dict[str, float], actionable: bool = False
+    ) -> Candidate:
         s = self.settings_for(split)
         e = estimate_layout(self.facts, lo, s)
         parts = {**rollout_seconds(self.facts, lo, s, e, self.rates, self.efficiency), **train}
         parts["offload"] = offload_seconds(e, s)
         ordered = {k: parts[k] for k in PARTS}
-        return Candidate(lo, split, e, warnings, StepTime(ordered, s.step_sequences * s.sequence_length, lo.world))
+        time = StepTime(ordered, s.step_sequences * s.sequence_length, lo.world)
+        return Candidate(lo, split, e, warnings, time, actionable)
 
     def training(self, lo: Layout, split: Split) -> dict[str, float]:
         s = self.settings_for(split)
@@ -271,33 +279,35 @@ def search(cfg: DictConfig, device: str, top: int = 10) -> Search:
     accepted = list(rollout_layouts(plain, own, rolled))
     rollout_warnings = {(lo.gen_tp, lo.gen_dp, lo.gen_ep): w for lo, w in accepted}
     rollouts = []
-    for lo, _ in accepted:  # vLLM's weights, KV bytes and cache size do not depend on the training layout
+    for lo, w in accepted:  # vLLM's weights, KV bytes and cache size do not depend on the training layout
         e = estimate_layout(model.facts, lo, model.settings)
         parts = rollout_seconds(model.facts, lo, model.settings, e, model.rates, model.efficiency)
-        rollouts.append((sum(parts.values()), lo))
-    rollouts.sort(key=lambda item: item[0])
-    fastest = rollouts[0][0] if rollouts else 0.0
+        rollouts.append((bool(w), sum(parts.values()), lo))
+    rollouts.sort(key=lambda item: item[:2])  # without warnings first, then fastest
+    fastest = min((seconds for _, seconds, _ in rollouts), default=0.0)
+    # (a warning asks for a change, a lower bound of the step's seconds): no pairing ranks before its bound.
     ordered = sorted(
         (
-            (sum(train.values()) + fastest, lo, split, w, train)
-            for lo, split, w in trainings
+            ((bool(w), sum(train.values()) + fastest), lo, split, w, notes, train)
+            for lo, split, w, notes in trainings
             for train in [model.training(lo, split)]
         ),
         key=lambda item: item[0],
     )
     best: dict[tuple[int, ...], Candidate] = {}  # one row per parallel shape: its fastest VPP and stage split
     closest: list[Candidate] = []
-    threshold = float("inf")  # the top-th listed layout's seconds: no later bound can beat it
-    for bound, lo, split, w, train in ordered:
+    threshold = (True, float("inf"))  # the top-th listed layout's (actionable, seconds): no later bound beats it
+    for bound, lo, split, w, notes, train in ordered:
         if bound > threshold:
             break
-        c = _paired(model, lo, split, w, train, rollouts, rollout_warnings)
+        c = _paired(model, lo, split, w, notes, train, rollouts, rollout_warnings)
         if not c.fits:
             closest = sorted([*closest, c], key=lambda c: c.estimate.peak_gib)[:5]
         elif (shape := shape_of(c.layout)) not in best or rank_key(c) < rank_key(best[shape]):
             best[shape] = c
             if top and len(best) >= top:
-                threshold = sorted(best.values(), key=rank_key)[top - 1].time.seconds
+                kth = sorted(best.values(), key=rank_key)[top - 1]
+                threshold = (kth.actionable, kth.time.seconds)
     listed = sorted(best.values(), key=rank_key)
     return Search(listed[:top] if top else listed, trained[0], len(trainings), rolled[0], len(rollouts), closest)
 
@@ -312,16 +322,18 @@ def _paired(
     train: Layout,
     split: Split,
     train_warnings: list[Problem],
+    train_notes: list[Problem],
     train_parts: dict[str, float],
-    rollouts: list[tuple[float, Layout]],
+    rollouts: list[tuple[bool, float, Layout]],
     rollout_warnings: dict[tuple[int, int, int], list[Problem]],
 ) -> Candidate:
-    """This training layout with the fastest rollout layout it fits with."""
+    """This training layout with the fastest rollout layout (without warnings first) it fits with."""
     first = None
-    for _, roll in rollouts[:ROLLOUT_TRIES]:
+    for _, _, roll in rollouts[:ROLLOUT_TRIES]:
         lo = dataclasses.replace(train, gen_tp=roll.gen_tp, gen_dp=roll.gen_dp, gen_pp=1, gen_ep=roll.gen_ep)
-        warnings = tuple(str(p) for p in [*train_warnings, *rollout_warnings[(roll.gen_tp, roll.gen_dp, roll.gen_ep)]])
-        candidate = model.candidate(lo, split, warnings, train_parts)
+        actionable = [*train_warnings, *rollout_warnings[(roll.gen_tp, roll.gen_dp, roll.gen_ep)]]
+        warnings = tuple(str(p) for p in [*actionable, *train_notes])
+        candidate = model.candidate(lo, split, warnings, train_parts, bool(actionable))
         if candidate.fits:
             return candidate
         first = first or candidate
