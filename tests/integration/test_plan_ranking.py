@@ -10,7 +10,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.conftest import COMBOS
-from verl_qwen35.cli.plan import overrides_of
+from verl_qwen35.cli.plan import overrides_of, why_faster
 from verl_qwen35.config import compose
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.step_time import PARTS
@@ -93,6 +93,28 @@ def test_where_the_shipped_presets_land(combo, tmp_path):
         return
     theirs, pick = (float(x.split()[0]) for x in line.split("takes ", 1)[1].split(" against rank 1's "))
     assert pick <= theirs and "->" in line, line  # the parts that differ, with their seconds
+
+
+# Megatron-Bridge's published Qwen3.5 H100 layouts (TP, PP, CP, EP, ETP) and the cluster each runs on:
+# src/megatron/bridge/perf_recipes/qwen_vl/h100/qwen35_vl.py at NVIDIA-NeMo/Megatron-Bridge 3564acfd
+# (qwen35_vl_35b_a3b_pretrain_16gpu_h100_bf16_config: TP1 PP2 VP12 EP8; ..._122b_a10b_..._128gpu...:
+# TP2 PP8 VP4 EP16; ..._397b_a17b_..._256gpu...: TP2 PP8 VP4 EP32). Their VPP and stage split are the
+# planner's to choose (one row per shape); their pre-training batch is not our GRPO recipe.
+BRIDGE = {"35b": (2, (1, 2, 1, 8, 1)), "122b": (16, (2, 8, 1, 16, 1)), "397b": (32, (2, 8, 1, 32, 1))}
+
+
+@pytest.mark.parametrize("model", sorted(BRIDGE))
+def test_where_megatron_bridge_qwen35_layouts_land(model):
+    """In the top 5 of their H100 cluster, or within 15% of the pick's predicted seconds (the message
+    names the parts that differ)."""
+    nodes, shape = BRIDGE[model]
+    _, resolved = composed(model, "gpu", f"parallel.nnodes={nodes}", "parallel.devices_per_node=8")
+    found = search(resolved, "gpu", top=0).candidates
+    shapes = [shape_of(c.layout) for c in found]
+    assert shape in shapes
+    rank = shapes.index(shape) + 1
+    theirs = found[rank - 1]
+    assert rank <= 5 or theirs.time.seconds <= 1.15 * found[0].time.seconds, (rank, why_faster(found[0], theirs))
 
 
 def test_the_step_time_of_the_plan_json_has_the_documented_keys_and_parts(tmp_path):

@@ -298,8 +298,8 @@ def rollout_seconds(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, r
     touched = 1 - (1 - 1 / m.experts) ** routed_tokens
     weights = BF16 * (dense_params + expert_params * touched)
     context = prompt + response / 2
-    kv_token = e.rollout_breakdown.get("kv_per_token_kib", 0.0) * 1024
-    state = e.rollout_breakdown.get("gdn_state_per_sequence_mib", 0.0) * 2**20
+    kv_token = e.rollout_breakdown["kv_per_token_kib"] * 1024
+    state = e.rollout_breakdown["gdn_state_per_sequence_mib"] * 2**20
     cache = batch * (context * kv_token + 2 * state)  # GDN state read and written back
     memory = (weights + cache) / (rates.hbm_gbps * GB * eff.decode_bandwidth)
     compute = batch * forward_flops_per_token(m, context) / lo.gen_tp / (peak * eff.prefill_mfu)
@@ -335,9 +335,9 @@ def offload_seconds(e: MemoryEstimate, s: Settings) -> float:
     b = e.train_breakdown
     moved = 0.0
     if s.param_offload:
-        moved += 2 * (b.get("weights", 0.0) + b.get("gradients", 0.0))
+        moved += 2 * (b["weights"] + b["gradients"])
     if s.optimizer_offload:
-        moved += 2 * b.get("optimizer", 0.0)
+        moved += 2 * b["optimizer"]
     return moved * 2**30 / (PCIE_GBPS * GB)
 
 
