@@ -144,3 +144,27 @@ def test_the_dry_run_plan_prints_the_step_time(tmp_path):
     line = next(line for line in run.stdout.splitlines() if line.startswith("time "))
     for part in ("rollout", "log-prob", "ref", "update", "communication", "bubble", "weight sync", "tokens/s"):
         assert part in line
+
+
+def test_device_hours_count_the_steps_as_verl_does(tmp_path):
+    """trainer.total_training_steps wins; otherwise rows of the readable train file // batch x epochs."""
+    run = planner("model=35b", "device=gpu", "--top", "1", "--json", "trainer.total_training_steps=7", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    step = json.loads(run.stdout)[0]["step_time"]
+    assert step["total_steps"] == 7
+    assert step["device_hours"] == pytest.approx(7 * step["seconds_per_step"] * 8 / 3600, abs=0.06)  # to 0.1
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = {
+        "prompt": [[{"role": "user", "content": "1+1?"}]] * 1000,
+        "data_source": ["hiyouga/geometry3k"] * 1000,
+        "reward_model": [{"style": "rule", "ground_truth": "2"}] * 1000,
+    }  # the columns verl's RL dataset reads (tests/tiny_data.py), 1000 rows
+    pq.write_table(pa.table(rows), tmp_path / "train.parquet")
+    run = planner(
+        "model=35b", "device=gpu", "--top", "1", "--json", f"data.train_files={tmp_path / 'train.parquet'}",
+        "data.train_batch_size=64", "trainer.total_epochs=3", cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)[0]["step_time"]["total_steps"] == 1000 // 64 * 3
