@@ -24,7 +24,7 @@ def test_our_options_exclude_verls_model_group():
         (["model=35b,hf_model"], "122b, 35b, 397b"),
         (["model@actor_rollout_ref.model=35b"], "model=<122b|35b|397b>"),
         (["model@critic.model=122b"], "model=<122b|35b|397b>"),
-        (["parallel=35b_tpu"], "122b_gpu, 122b_npu, 35b_gpu, 35b_npu, 397b_gpu, 397b_npu"),
+        (["parallel=35b_tpu"], "122b_gpu, 122b_npu, 35b_a2, 35b_gpu, 35b_npu, 397b_gpu, 397b_npu"),
     ],
 )
 def test_collisions_and_unknown_choices_are_refused_with_the_valid_ones(overrides, named):

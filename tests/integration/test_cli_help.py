@@ -13,11 +13,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from verl_qwen35.cli.help import help_text
 from verl_qwen35.cli.main import SUBCOMMANDS
 from verl_qwen35.cli.presets import discover, presets_text
 from verl_qwen35.config import compose
+from verl_qwen35.installed import conf_dir
 
 REPO = Path(__file__).resolve().parents[2]
 ANNOUNCEMENT = "torch_npu is"  # the device line printed when `device` is detected for a run
@@ -66,7 +68,8 @@ def test_presets_list_every_model_on_every_device_with_the_composed_layout(tmp_p
         cfg = compose([f"model={model}", f"device={device}"])
         world = cfg.parallel.nnodes * cfg.parallel.devices_per_node
         assert row[2] == f"{model}_{device}"
-        assert row[3:8] == [str(cfg.parallel.nnodes), "x", str(cfg.parallel.devices_per_node), "=", str(world)]
+        assert OmegaConf.load(conf_dir() / "hardware" / f"{row[3]}.yaml").name == cfg.hardware.name
+        assert row[4:9] == [str(cfg.parallel.nnodes), "x", str(cfg.parallel.devices_per_node), "=", str(world)]
         assert f"tp={cfg.parallel.tp}" in row and f"ep={cfg.parallel.ep}" in row
         assert row[-1] == (f"{model}_{device}" if f"{model}_{device}" in groups.get("tuning", {}) else "-")
     for group, options in groups.items():  # every group and option, with what it holds

@@ -78,7 +78,7 @@ ESTIMATE_BAD = [
     (["parallel.gen_ep=abc"], "parallel.gen_ep: Value 'abc'"),
     (["+model.linear_conv_kernel_dim=0"], "model.linear_conv_kernel_dim=0"),
     (["actor_rollout_ref.rollout.max_model_len=-1"], "actor_rollout_ref.rollout.max_model_len=-1"),
-    (["hardware=null"], "hardware=null: removes the whole hardware section"),
+    (["hardware=null"], "hardware=null removes the hardware preset; choose one of: a2, a3"),
     (["--format", "yaml"], "--format"),
     (["device=tpu"], "device=tpu"),
 ]

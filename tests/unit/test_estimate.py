@@ -61,8 +61,11 @@ def test_every_shipped_preset_fits_its_documented_hardware(combo):
     model, device = combo
     cfg = resolved([f"model={model}", f"device={device}"])
     e = estimate(cfg)
-    # shared/reference/README.md layout table: 80 GB class GPUs, 96 GB H20 for 122B, 64 GB per A3 die.
-    assert e.device_memory_gib == {"gpu": 80, "npu": 64}[device] + (16 if (model, device) == ("122b", "gpu") else 0)
+    # shared/reference/README.md layout table: each upstream script's hardware is its preset's default.
+    tested_on = {"gpu": "H100", "npu": "A3"}[device] if (model, device) != ("122b", "gpu") else "H20"
+    assert tested_on in cfg.hardware.name
+    # What torch sees is below the datasheet's 80 / 96 / 64 GB.
+    assert e.device_memory_gib < {"gpu": 80, "npu": 64}[device] + (16 if tested_on == "H20" else 0)
     assert e.fits, e.as_dict()
     assert e.train_gib < e.device_memory_gib and e.rollout_gib < e.device_memory_gib
     assert e.sequences_fit >= e.sequences_wanted  # the whole step's share is generated at once
@@ -93,7 +96,7 @@ def settings_397b(device: str) -> Settings:
 )
 def test_the_397b_layouts_fit_their_documented_hardware(device, layout):
     s = settings_397b(device)
-    assert s.device_memory_gib == {"gpu": 80, "npu": 64}[device]
+    assert s.device_memory_gib < {"gpu": 80, "npu": 64}[device]  # h100 / a3 as torch sees them
     e = estimate_layout(QWEN35_397B, layout, s)
     assert e.fits, e.as_dict()
 
@@ -104,7 +107,7 @@ def test_122b_on_one_8_gpu_node_is_refused_for_memory():
     found = [p for p in preflight(cfg, machine_missing="warning") if p.level == "error"]
     (memory,) = [p for p in found if "training needs" in p.message]
     assert "parallel.ep" in memory.keys[0] and "hardware.device_memory_gib" in memory.keys
-    assert "of 96 GiB" in memory.message and "parallel.pp" in memory.message
+    assert "of 95 GiB" in memory.message and "parallel.pp" in memory.message
 
 
 def test_refusal_reaches_the_user_as_exit_2_without_traceback(tmp_path):
@@ -124,7 +127,7 @@ def test_estimate_command_prints_json_with_the_promised_keys(cli):
     data = json.loads(run.out)
     for key in ("params_total", "params_active", "device_memory_gib", "train_gib", "rollout_gib", "fits"):
         assert key in data
-    assert data["host_per_node_gib"] > 0 and data["fits"] is True and data["device_memory_gib"] == 64
+    assert data["host_per_node_gib"] > 0 and data["fits"] is True and data["device_memory_gib"] == pytest.approx(61.27)
 
 
 def test_estimate_command_exits_2_when_it_does_not_fit(cli):

@@ -653,8 +653,9 @@ def test_rollout_memory_is_refused_above_the_device_warned_above_90_percent():
 
 def test_a_vllm_budget_without_room_for_one_sequence_is_refused():
     ((level, keys, message),) = _memory(**{UTIL: 0.1})
+    cap = config().hardware.device_memory_gib  # h100 as torch sees it
     assert (level, keys) == ("error", [UTIL, "parallel.gen_tp", "data.max_response_length"])
-    assert message.startswith(f"vLLM's budget 8.0 GiB ({UTIL}=0.1 x 80) does not even hold its weights")
+    assert message.startswith(f"vLLM's budget {0.1 * cap:.1f} GiB ({UTIL}=0.1 x {cap:g}) does not even hold")
 
 
 def test_host_memory_per_node_is_refused_above_the_node_warned_above_90_percent():
@@ -693,16 +694,20 @@ def test_memory_boundaries_an_exact_fit_is_a_warning_exactly_90_percent_is_not()
 def test_the_plans_memory_lines_show_each_phase_or_why_there_is_no_estimate():
     e = estimate_of(config())
     params, train, rollout, host = memory_lines(config())
+    cap = e.device_memory_gib
     assert params.startswith("params     ") and "B per training rank" in params
-    assert train.startswith(f"memory     train {e.train_gib:.1f} GiB of 80 GiB (") and "log-prob pass" in train
-    assert rollout.startswith(f"           rollout {e.rollout_gib:.1f} GiB of 80 GiB (")
+    assert train.startswith(f"memory     train {e.train_gib:.1f} GiB of {cap:g} GiB (") and "log-prob pass" in train
+    assert rollout.startswith(f"           rollout {e.rollout_gib:.1f} GiB of {cap:g} GiB (")
     assert f"= {e.sequences_fit} sequences of 3072 tokens ({e.sequences_wanted} wanted at once)" in rollout
     assert host.startswith(f"host       {e.host_per_node_gib:.1f} GiB of ") and host.endswith("fits: yes")
     uneven = config(**{"actor_rollout_ref.actor.megatron.expert_model_parallel_size": 3})
     assert memory_lines(uneven) == ["memory     (no estimate: the parallel.* layout does not split evenly)"]
     (unusable,) = memory_lines(config(**{DEVICE_CAP: 0.0}))  # typed a float by the schema; a value rule refuses 0
     assert unusable == f"memory     (no estimate: ERROR   [{DEVICE_CAP}] {DEVICE_CAP}=0.0: must be a number > 0)"
-    assert (memory_column(config()), memory_column(uneven)) == (f"{e.train_gib:.0f}/{e.rollout_gib:.0f} of 80", "")
+    assert (memory_column(config()), memory_column(uneven)) == (
+        f"{e.train_gib:.0f}/{e.rollout_gib:.0f} of {e.device_memory_gib:g}",
+        "",
+    )
 
 
 # --- pipeline.py: megatron-core's split of the layers over (virtual) pipeline stages ---------------------------
@@ -1327,7 +1332,8 @@ def test_a_vllm_budget_that_holds_its_weights_but_no_sequence_says_so(room, monk
     monkeypatch.setattr(memory, "estimate_of", lambda cfg: crafted)
     (refusal,) = [m for m in _memory() if m[1] == [UTIL, "parallel.gen_tp", "data.max_response_length"]]
     held = "holds" if room == "some" else "does not even hold"
-    assert refusal[2].startswith(f"vLLM's budget {budget:.1f} GiB ({UTIL}=0.6 x 80) {held} its weights")
+    cap = e.device_memory_gib
+    assert refusal[2].startswith(f"vLLM's budget {budget:.1f} GiB ({UTIL}=0.6 x {cap:g}) {held} its weights")
 
 
 def test_a_config_without_hardware_or_model_facts_has_no_memory_inputs_to_judge():

@@ -4,6 +4,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.batches import batch_problems, uses_reference
 from verl_qwen35.checks.files import data_problems, model_path_problems
+from verl_qwen35.checks.hardware import hardware_problems
 from verl_qwen35.checks.layout import layout_problems, positive_problems, sequence_parallel_problems
 from verl_qwen35.checks.megatron_keys import (
     field_spec,
@@ -64,6 +65,7 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     layout = Layout.of(cfg)
     if not_positive := positive_problems(layout):
         return found + not_positive  # nothing else can be computed from such a layout
+    found += hardware_problems(cfg, layout, device)
     mcore = installed_mcore()
     mtp_enabled = bool(OmegaConf.select(cfg, "actor_rollout_ref.model.mtp.enable", default=False))
     model_mtp = cfg.model.get("mtp_num_layers", 0) or 0

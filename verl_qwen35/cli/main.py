@@ -78,7 +78,7 @@ def with_implicit(argv: list[str]) -> list[str]:
     Hydra's command line (argparse) takes its overrides as one run of arguments, before or after the
     flags; the filled-in ones join that run: before the first override, or before the flags when none
     (at the end, a flag with an optional value, `--info`, would take them for its value)."""
-    added = implicit_overrides(argv)
+    added = implicit_overrides(argv, config_dirs=help.config_dirs(argv))
     first = _first_override(argv)
     if first == len(argv):
         return [*added, *argv]

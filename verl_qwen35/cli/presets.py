@@ -1,7 +1,8 @@
 """`verl-qwen35 --presets`: every group's options, read from conf/ and each `--config-dir`.
 
 Nothing is hard-coded: a group directory or a preset file someone adds (a model, a layout,
-a submit option) is listed as it lands. Layouts show nodes x devices as their files say.
+a submit option) is listed as it lands. Layouts show nodes x devices as their files say; a layout without its
+own devices_per_node uses a whole node of its hardware (hardware/tested_on/<layout>.yaml when there is one).
 """
 
 import itertools
@@ -41,6 +42,18 @@ class Option:
         return loaded if isinstance(loaded, DictConfig) else OmegaConf.create()
 
 
+
+def tested_on(name: str, extra_dirs: Iterable[Path] = ()) -> str | None:
+    """The hardware `hardware/tested_on/<model>_<device>.yaml` loads (`- /hardware/h100@_here_`), None without one."""
+    for root in (conf_dir(), *extra_dirs):
+        path = Path(root) / "hardware" / "tested_on" / f"{name}.yaml"
+        if path.is_file():
+            for entry in OmegaConf.load(path).get("defaults") or []:
+                if isinstance(entry, str) and entry.startswith("/hardware/"):
+                    return entry.removeprefix("/hardware/").split("@", 1)[0]
+    return None
+
+
 def discover(extra_dirs: Iterable[Path] = ()) -> dict[str, dict[str, Option]]:
     """group -> option -> Option, from conf/ then each --config-dir.
 
@@ -70,23 +83,30 @@ def default_choices() -> dict[str, str]:
 
 
 def _group_order(group: str) -> tuple[bool, int, str]:
-    """The defaults list's order; verl_schema (picked from the installed verl) last."""
+    """The defaults list's order, hardware just before the layouts that pick it; verl_schema (picked from the
+    installed verl) last."""
     order = list(default_choices())
-    return (group == "verl_schema", order.index(group) if group in order else len(order), group)
+    place = "parallel" if group == "hardware" else group
+    return (group == "verl_schema", order.index(place) if place in order else len(order), group)
 
 
 def _scalar(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def layout_summary(values: DictConfig) -> tuple[str, str]:
-    """('N x D = W', 'tp=.. pp=.. ...') of a parallel preset, read as written (not composed)."""
+def layout_summary(values: DictConfig, hardware: Option | None = None) -> tuple[str, str]:
+    """('N x D = W', 'tp=.. pp=.. ...') of a parallel preset, read as written (not composed); D is the
+    hardware's devices_per_node when the layout sets none (config/schema.py Parallel)."""
     raw = OmegaConf.to_container(values, resolve=False)
     assert isinstance(raw, dict)
     nodes, per_node = raw.get("nnodes"), raw.get("devices_per_node")
+    if per_node is None and hardware is not None:
+        per_node = hardware.values().get("devices_per_node")
     world = f" = {nodes * per_node}" if isinstance(nodes, int) and isinstance(per_node, int) else ""
-    size = f"{_scalar(nodes)} x {_scalar(per_node)}{world}"
-    shown = {k: v for k, v in raw.items() if k not in ("nnodes", "devices_per_node") and not isinstance(v, dict | list)}
+    # A whole node of the hardware the device or the layout names, when neither the layout nor a hardware says.
+    size = f"{_scalar(nodes)} x {_scalar(per_node) if per_node is not None else 'node'}{world}"
+    hidden = ("nnodes", "devices_per_node", "defaults")
+    shown = {k: v for k, v in raw.items() if k not in hidden and not isinstance(v, dict | list)}
     return size, " ".join(f"{key}={_scalar(value)}" for key, value in shown.items())
 
 
@@ -106,17 +126,33 @@ def presets_text(extra_dirs: Iterable[Path] = ()) -> str:
         lines.append(f"{group}  (default: {default_text(group, defaults)})")
         for option in options.values():
             if group == "parallel":
-                size, rest = layout_summary(option.values())
+                machine = tested_on(option.name, extra_dirs)
+                size, rest = layout_summary(option.values(), groups.get("hardware", {}).get(machine or ""))
                 text = f"{size:<12} {rest}"
+            elif group == "hardware":
+                text = f"{hardware_summary(option.values())}: {option.description()}"
             else:
                 text = option.description()
             lines.append(f"  {option.name:<{width}}{text}{_origin(option)}".rstrip())
         lines.append("")
-    lines += _grid(groups)
+    lines += _grid(groups, extra_dirs)
     return "\n".join(lines).rstrip() + "\n"
 
 
+def hardware_summary(values: DictConfig) -> str:
+    """'8 x 79.19 GiB, 989 TFLOPS bf16, ...' of a hardware preset: what the estimate and the planner read."""
+    v = values
+    return (
+        f"{v.get('device', '?')} {v.get('devices_per_node', '?')} x {v.get('device_memory_gib', '?')} GiB "
+        f"(reserve {v.get('reserved_gib', '?')}), host {v.get('host_memory_gib', '?')} GiB, "
+        f"{v.get('bf16_tflops', '?')} TFLOPS bf16, HBM {v.get('hbm_gbps', '?')} GB/s, "
+        f"links {v.get('intra_node_gbps', '?')}/{v.get('inter_node_gbps', '?')} GB/s"
+    )
+
+
 def default_text(group: str, defaults: dict[str, str]) -> str:
+    if group == "hardware":
+        return "the one the model's upstream script ran on on this device, hardware/tested_on/<model>_<device>"
     if group == "device":
         return f"detected, {detect_device()} here (npu when torch_npu is installed)"
     if group == "verl_schema":
@@ -125,20 +161,25 @@ def default_text(group: str, defaults: dict[str, str]) -> str:
     return chosen.replace("${", "<").replace("}", ">") if chosen else "none"
 
 
-def _grid(groups: dict[str, dict[str, Option]]) -> list[str]:
+def _grid(groups: dict[str, dict[str, Option]], extra_dirs: Iterable[Path] = ()) -> list[str]:
     """model x device: the layout and tuning `model=M device=D` picks by default (`M_D`)."""
     layouts, tunings = groups.get("parallel", {}), groups.get("tuning", {})
+    hardware = groups.get("hardware", {})
     rows = []
     for model in groups.get("model", {}):
         for device in groups.get("device", {}):
             name = f"{model}_{device}"
             if name in layouts:
-                size, rest = layout_summary(layouts[name].values())
-                rows.append((model, device, name, size, rest, name if name in tunings else "-"))
+                machine = tested_on(name, extra_dirs)
+                size, rest = layout_summary(layouts[name].values(), hardware.get(machine or ""))
+                rows.append((model, device, name, machine or "-", size, rest, name if name in tunings else "-"))
             else:
                 missing = f"no preset: add parallel/{name}.yaml or pass parallel=NAME"
-                rows.append((model, device, "-", "-", missing, "-"))
-    head = ("model", "device", "parallel", "nodes x devices", "layout", "tuning")
+                rows.append((model, device, "-", "-", "-", missing, "-"))
+    head = ("model", "device", "parallel", "hardware", "nodes x devices", "layout", "tuning")
     grid = tabulate(rows, headers=head, tablefmt="plain", disable_numparse=True)
-    out = ["model x device (what model=M device=D picks: parallel=M_D, tuning=M_D when it exists)"]
+    out = [
+        "model x device (what model=M device=D picks: parallel=M_D, hardware=tested_on/M_D, tuning=M_D when it "
+        "exists; hardware=H picks parallel=M_H when that exists)"
+    ]
     return out + ["  " + line for line in grid.splitlines()]

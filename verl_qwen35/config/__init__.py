@@ -34,8 +34,8 @@ def compose(
     register_resolvers()
     register_schema()
     register_sources()
-    lines = [*implicit_overrides(list(overrides), announce=announce), *overrides]
     dirs = [Path(d) for d in config_dirs]
+    lines = [*implicit_overrides(list(overrides), announce=announce, config_dirs=dirs), *overrides]
     check_before_writing(lines, dirs, None)
     if dirs:
         # conf/config.yaml's searchpath (verl's configs), then the user's directories.

@@ -11,12 +11,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from hydra.core.override_parser.types import Override
+from omegaconf import OmegaConf
 
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir, detect_device, installed_verl_schema, verl_config_dir
 
-OUR_GROUPS = ("device", "model", "parallel", "tuning", "verl_schema", "submit")
+OUR_GROUPS = ("device", "model", "hardware", "parallel", "tuning", "verl_schema", "submit")
 DEFAULT_MODEL = "35b"  # conf/config.yaml's defaults list
+# `hardware: tested_on/${model}_${device}`: the machine each model's upstream script ran on, per device.
+TESTED_ON = "hardware/tested_on"
 
 
 class ChoiceError(UserError):
@@ -55,7 +58,12 @@ def check_choices(overrides: Sequence[Override], extra_dirs: Iterable[Path] = ()
         if override.is_delete() or group not in OUR_GROUPS:
             continue
         valid = options(group, extra_dirs)
+        if package is None and override.value() is None:
+            raise ChoiceError(f"{group}=null removes the {group} preset; choose one of: {', '.join(valid)}")
         for value in values(override):
+            tested = group == "hardware" and value.startswith("tested_on/")
+            if tested and value.removeprefix("tested_on/") in options(TESTED_ON, extra_dirs):
+                continue  # conf/config.yaml's default, or the device's for a model without one
             if package is None and value not in valid:
                 raise ChoiceError(_not_ours(group, value, valid))
             if package is not None and group == "model" and value not in verl_models:
@@ -68,14 +76,26 @@ def check_choices(overrides: Sequence[Override], extra_dirs: Iterable[Path] = ()
 
 
 def _check_layout_presets(chosen: dict[str, list[str]], extra_dirs: tuple[Path, ...]) -> None:
-    """`parallel: ${model}_${device}` needs that file; say which one to add instead of Hydra's search path dump."""
-    if "parallel" in chosen:
-        return
-    layouts = set(options("parallel", extra_dirs))
-    for model, device in itertools.product(chosen.get("model", [DEFAULT_MODEL]), chosen.get("device", ["gpu"])):
-        if f"{model}_{device}" in layouts:
-            continue
-        raise ChoiceError(_no_layout(model, device, layouts, extra_dirs[0] if extra_dirs else None))
+    """`parallel: ${model}_${device}` and `hardware: tested_on/${model}_${device}` need those files; say which
+    one to add instead of Hydra's search path dump."""
+    pairs = list(itertools.product(chosen.get("model", [DEFAULT_MODEL]), chosen.get("device", ["gpu"])))
+    if "parallel" not in chosen:
+        layouts = set(options("parallel", extra_dirs))
+        for model, device in pairs:
+            if f"{model}_{device}" not in layouts:
+                raise ChoiceError(_no_layout(model, device, layouts, extra_dirs[0] if extra_dirs else None))
+    if "hardware" not in chosen and len(pairs) > 1:  # one pair falls back to the device's (implicit_overrides)
+        tested = set(options(TESTED_ON, extra_dirs))
+        for model, device in pairs:
+            if f"{model}_{device}" not in tested:
+                raise ChoiceError(_no_hardware(model, device, extra_dirs))
+
+
+def _no_hardware(model: str, device: str, extra_dirs: Iterable[Path]) -> str:
+    return (
+        f"model={model} device={device} names no hardware ({TESTED_ON}/{model}_{device}.yaml): pass "
+        f"hardware=<{'|'.join(options('hardware', extra_dirs))}>"
+    )
 
 
 def _no_layout(model: str, device: str, layouts: Iterable[str], extra_dir: Path | None) -> str:
@@ -99,6 +119,9 @@ def missing_choice(missing: str, found: Iterable[str]) -> str | None:
     """Hydra's missing `group/name` (with the options it found) of one of our groups, said as check_choices says
     it; None for any other group."""
     group, _, name = missing.partition("/")
+    if group == "hardware" and name.startswith("tested_on/"):
+        model, _, device = name.removeprefix("tested_on/").rpartition("_")
+        return _no_hardware(model, device, ())
     if group not in OUR_GROUPS or not name or "/" in name:
         return None
     verl_only = {p.stem for p in (verl_config_dir() / group).glob("*.yaml")} - set(options(group))
@@ -112,18 +135,51 @@ def missing_choice(missing: str, found: Iterable[str]) -> str | None:
     return _not_ours(group, name, valid)
 
 
-def implicit_overrides(overrides: Sequence[str], announce: bool = True) -> list[str]:
-    """`device` (detected) and `verl_schema` (the installed verl's) when the command line gives none.
+def implicit_overrides(
+    overrides: Sequence[str], announce: bool = True, config_dirs: Iterable[Path] = ()
+) -> list[str]:
+    """`device` (the hardware's, else detected) and `verl_schema` (the installed verl's) when the command line
+    gives none; for a `hardware=NAME` with a layout of its own for the model (`parallel/<model>_<NAME>.yaml`),
+    that layout; for a model without `hardware/tested_on/<model>_<device>.yaml` (a user's), the device's
+    hardware (`hardware/tested_on/<device>.yaml`).
 
     Hydra reads one override per argument, so a choice given is an argument that starts with it."""
     given = {o.split("=", 1)[0].lstrip("+~") for o in overrides if "=" in o or o.startswith("~")}
+    chosen = {o.split("=", 1)[0]: o.split("=", 1)[1] for o in overrides if "=" in o and not o.startswith(("+", "~"))}
+    hardware = chosen.get("hardware")
+    model = chosen.get("model", DEFAULT_MODEL)
     added = []
+    device = chosen.get("device")
     if "device" not in given:
-        device = detect_device()
+        device = _device_of(hardware) if hardware else None
+        why = f"hardware={hardware} is one" if device else None
+        if device is None:
+            device = detect_device()
+            why = "torch_npu is installed" if device == "npu" else "torch_npu is not installed"
         added.append(f"device={device}")
         if announce:
-            why = "torch_npu is installed" if device == "npu" else "torch_npu is not installed"
             print(f"verl-qwen35: device={device} ({why}); pass device=gpu|npu to choose", file=sys.stderr)
     if "verl_schema" not in given:
         added.append(f"verl_schema={installed_verl_schema()}")
+    if hardware and "parallel" not in given:
+        # The layout follows the hardware where the defaults list cannot: `parallel: ${model}_${device}` would
+        # keep a 16-a-node A3 layout on an 8-a-node A2 (verl's 35B NPU script fails there).
+        layout = f"{model}_{hardware}"
+        if layout in options("parallel", config_dirs):
+            added.append(f"parallel={layout}")
+            if announce:
+                print(f"verl-qwen35: parallel={layout} (the layout for hardware={hardware})", file=sys.stderr)
+    single = "," not in model and "," not in str(device)  # a sweep's jobs each need their own file
+    tested = set(options(TESTED_ON, config_dirs))
+    if "hardware" not in given and single and f"{model}_{device}" not in tested and device in tested:
+        added.append(f"hardware=tested_on/{device}")
     return added
+
+
+def _device_of(hardware: str) -> str | None:
+    """The `device` a hardware preset of ours names (None for another name: check_choices refuses it)."""
+    path = conf_dir() / "hardware" / f"{hardware}.yaml"
+    if not path.is_file():
+        return None
+    device = OmegaConf.load(path).get("device")
+    return str(device) if device in ("gpu", "npu") else None

@@ -47,7 +47,9 @@ class Parallel:
     gen_dp: int = 1
     gen_ep: int = 1
     nnodes: int = MISSING
-    devices_per_node: int = MISSING
+    # A whole node of the chosen hardware unless a layout or the command line sets fewer
+    # (checks/hardware.py refuses more than the node holds).
+    devices_per_node: int = "${hardware.devices_per_node}"  # type: ignore[assignment]  # an interpolation
 
 
 @dataclass
@@ -84,11 +86,24 @@ class Model:
 
 @dataclass
 class Hardware:
-    """Capacities the memory estimate is checked against (per device, and host memory per node)."""
+    """One machine type (conf/hardware/NAME.yaml): per device unless named per node, each number's source in `sources`.
 
+    The memory estimate reads device_memory_gib (what torch sees, not the datasheet size), reserved_gib and
+    host_memory_gib; the planner's step-time model the rates; parallel.devices_per_node defaults to devices_per_node.
+    """
+
+    name: str = MISSING
+    device: str = MISSING  # gpu or npu: the `device` group it runs with
     device_memory_gib: float = MISSING
-    host_memory_gib: float = MISSING
     reserved_gib: float = 4.0
+    host_memory_gib: float = MISSING  # per node
+    devices_per_node: int = MISSING
+    bf16_tflops: float = MISSING  # dense bf16 peak
+    hbm_gbps: float = MISSING
+    intra_node_gbps: float = MISSING  # one direction, NVLink / HCCS
+    inter_node_gbps: float = MISSING  # one direction, InfiniBand / RoCE
+    fast_domain_devices: int = MISSING  # devices one NVLink / HCCS domain connects
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
