@@ -108,7 +108,7 @@ def test_where_megatron_bridge_qwen35_layouts_land(model):
     """In the top 5 of their H100 cluster, or within 15% of the pick's predicted seconds (the message
     names the parts that differ)."""
     nodes, shape = BRIDGE[model]
-    _, resolved = composed(model, "gpu", f"parallel.nnodes={nodes}", "parallel.devices_per_node=8")
+    _, resolved = composed(model, "gpu", "hardware=h100", f"parallel.nnodes={nodes}", "parallel.devices_per_node=8")
     found = search(resolved, "gpu", top=0).candidates
     shapes = [shape_of(c.layout) for c in found]
     assert shape in shapes
