@@ -141,9 +141,13 @@ def test_the_dry_run_plan_prints_the_step_time(tmp_path):
         check=False,
     )
     assert run.returncode == 0, run.stderr
-    line = next(line for line in run.stdout.splitlines() if line.startswith("time "))
+    lines = run.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("time "))
     for part in ("rollout", "log-prob", "ref", "update", "communication", "bubble", "weight sync", "tokens/s"):
-        assert part in line
+        assert part in lines[at]
+    assert lines[at + 1].split()[0] == "communication"
+    for kind in ("tp", "cp", "ep", "etp", "pp", "dp"):
+        assert f" {kind} " in lines[at + 1]
 
 
 def test_device_hours_count_the_steps_as_verl_does(tmp_path):

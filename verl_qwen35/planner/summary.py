@@ -27,6 +27,9 @@ def step_lines(cfg: DictConfig, steps: int | None = None) -> list[str]:
         f"rollout {p['rollout_prefill'] + p['rollout_decode']:.1f}, log-prob {p['old_log_prob']:.1f}, "
         f"ref {p['ref_log_prob']:.1f}, update {p['update_compute']:.1f}, communication {comm:.1f}, "
         f"bubble {p['pipeline_bubble']:.1f}, weight sync {p['weight_sync']:.1f}, offload {p['offload']:.1f} s",
+        "           communication "
+        + ", ".join(f"{k.removeprefix('comm_')} {v:.1f}" for k, v in p.items() if k.startswith("comm_"))
+        + " s (docs/planning.md, Step time)",
     ]
 
 
