@@ -122,7 +122,15 @@ LAYOUTS_BAD = [
     (["parallel.nnodes=0"], "parallel.nnodes=0"),
     (["parallel.nnodes=abc"], "parallel.nnodes: Value 'abc'"),
     (["parallel.nnodes=100000"], "parallel.nnodes=100000"),
-    (["parallel.devices_per_node=3"], "the preflight accepts no training layout"),
+    # 3 devices alone now plan (PP 3 with uneven first/last stages); with the embedding counted in
+    # the even split (40 + 1 slots, the planner keeps a user's split) no PP divides them.
+    (
+        [
+            "parallel.devices_per_node=3",
+            "+megatron.override_transformer_config.account_for_embedding_in_pipeline_split=true",
+        ],
+        "the preflight accepts no training layout",
+    ),
     (["hardware.device_memory_gib=abc"], "hardware.device_memory_gib: Value 'abc'"),
     (["hardware.device_memory_gib=0"], "hardware.device_memory_gib=0"),
     (["data.max_prompt_length=null"], "data.max_prompt_length is null"),

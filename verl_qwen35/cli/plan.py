@@ -3,7 +3,7 @@
 Composes the config once (the same overrides as `python -m verl_qwen35`: model, device,
 `parallel.nnodes`, `parallel.devices_per_node`, `hardware.*`, recipe keys), then lists the best
 training + rollout layouts the preflight accepts and the memory estimate says fit, ranked by the
-cost model of `verl_qwen35.planner.search`. Each row's override line, added to yours, is what
+predicted seconds of one GRPO step (`verl_qwen35.model.step_time`). Each row's override line, added to yours, is what
 `python -m verl_qwen35 ... dry_run=true` accepts: every listed layout went through that preflight.
 
 `--sweep DIR` writes the listed layouts as `DIR/parallel/<name>.yaml` and runs one Hydra multirun
@@ -33,10 +33,24 @@ from verl_qwen35.config.errors import resolve_naming_key
 from verl_qwen35.errors import UserError
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, read_inputs
-from verl_qwen35.planner.search import ROLLOUT, TRAINING, Candidate, Search, judge, search, verified
+from verl_qwen35.model.pipeline import Split
+from verl_qwen35.model.step_time import total_steps
+from verl_qwen35.planner.search import (
+    FIRST,
+    LAST,
+    ROLLOUT,
+    TRAINING,
+    Candidate,
+    Search,
+    judge,
+    search,
+    split_overrides,
+    user_split,
+    verified,
+)
 
 PROG = "verl-qwen35 plan"
-LAYOUT_KEYS = {f"parallel.{name}" for name in (*TRAINING, *ROLLOUT)}
+LAYOUT_KEYS = {f"parallel.{name}" for name in (*TRAINING, *ROLLOUT)} | set(split_overrides(Split()))
 # The search enumerates divisor combinations of the world size: 1024 x 8 takes ~13 s on a 2-core
 # machine, and its cost grows faster than the world. Larger clusters are refused with a message.
 MAX_DEVICES = 8192
@@ -46,9 +60,14 @@ class UsageError(UserError):
     """A mistake in the command line: one message, exit 2 (errors.answered prints it)."""
 
 
-def overrides_of(lo: Layout) -> list[str]:
+def overrides_of(lo: Layout, split: Split | None = None, base_split: Split | None = None) -> list[str]:
+    """`parallel.*` overrides, plus the first/last stage counts when this layout (or the base config) sets them."""
     values = {name: getattr(lo, name) for name in (*TRAINING, *ROLLOUT)}
-    return [f"parallel.{name}={'null' if value is None else value}" for name, value in values.items()]
+    out = [f"parallel.{name}={'null' if value is None else value}" for name, value in values.items()]
+    split, base = split or Split(), base_split or Split()
+    if split.layout is None and (split.first, split.last, base.first, base.last) != (None,) * 4:
+        out += [f"++{k}={'null' if v is None else v}" for k, v in split_overrides(split).items()]
+    return out
 
 
 def _key(override: str) -> str:
@@ -60,52 +79,57 @@ def base_overrides(overrides: list[str]) -> list[str]:
     return [o for o in overrides if _key(o) not in LAYOUT_KEYS]
 
 
-def name_of(rank: int, lo: Layout) -> str:
-    """A `parallel` option name that says the layout: r01_tp2_pp4_ep16_gtp16 (+ cp, etp, vpp, rollout dp/ep)."""
+def name_of(rank: int, lo: Layout, split: Split | None = None) -> str:
+    """A `parallel` option name that says the layout: r01_tp2_pp4_ep16_gtp16 (+ cp, etp, vpp, first/last
+    stage layers, rollout dp/ep)."""
     parts = [f"r{rank:02d}", f"tp{lo.tp}", f"pp{lo.pp}"]
     parts += [f"cp{lo.cp}"] if lo.cp > 1 else []
     parts += [f"ep{lo.ep}"] + ([f"etp{lo.etp}"] if lo.etp > 1 else []) + ([f"vpp{lo.vpp}"] if lo.vpp else [])
+    parts += [f"f{split.first}"] if split is not None and split.first is not None else []
+    parts += [f"l{split.last}"] if split is not None and split.last is not None else []
     parts += [f"gtp{lo.gen_tp}"] + ([f"gdp{lo.gen_dp}"] if lo.gen_dp > 1 else [])
     parts += [f"gep{lo.gen_ep}"] if lo.gen_ep > 1 else []
     return "_".join(parts)
 
 
-def record(rank: int | None, c: Candidate, base: list[str], current: bool) -> dict[str, Any]:
-    """One JSON object: layout numbers, the overrides that give it, the estimate, whether it fits."""
+def record(
+    rank: int | None, c: Candidate, base: list[str], current: bool, steps: int | None, base_split: Split
+) -> dict[str, Any]:
+    """One JSON object: layout numbers, the overrides that give it, the step time, the estimate, whether it fits."""
     return {
         "rank": rank,
         "current": current,
         "layout": c.numbers(),
-        "overrides": [*base, *overrides_of(c.layout)],
+        "overrides": [*base, *overrides_of(c.layout, c.split, base_split)],
         "fits": c.fits,
         "warnings": list(c.warnings),
-        "cost": {
-            "cross_node_gib_per_step": round(c.cost.cross_node_gib, 3),
-            "communication_gib_per_step": round(c.cost.total_comm_gib, 3),
-            "pipeline_bubble": round(c.cost.bubble, 4),
-            "memory_headroom": round(c.cost.headroom, 4),
-        },
+        "step_time": c.time.as_dict(steps),
+        "memory_headroom": round(c.headroom, 4),
         "estimate": c.estimate.as_dict(),
     }
 
 
-def table(rows: list[tuple[str, Candidate]]) -> str:
-    head = ("rank", "tp", "pp", "cp", "ep", "etp", "vpp", "gen tp/dp/ep", "train GiB", "rollout GiB", "x-node GiB")
-    head += ("bubble", "headroom", "override line")
+def table(rows: list[tuple[str, Candidate]], base_split: Split) -> str:
+    head = ("rank", "tp", "pp", "cp", "ep", "etp", "vpp", "first/last", "gen tp/dp/ep", "s/step", "tok/s/dev")
+    head += ("rollout s", "train s", "train GiB", "rollout GiB", "headroom", "override line")
     body = []
     for rank, c in rows:
-        lo, e, k = c.layout, c.estimate, c.cost
+        lo, e, t = c.layout, c.estimate, c.time
+        rollout = t.parts["rollout_prefill"] + t.parts["rollout_decode"]
         body.append(
             (
                 rank,
                 *(str(getattr(lo, n)) if getattr(lo, n) is not None else "-" for n in TRAINING),
+                "-" if c.split.first is None and c.split.last is None else f"{c.split.first}/{c.split.last}",
                 f"{lo.gen_tp}/{lo.gen_dp}/{lo.gen_ep}",
+                f"{t.seconds:.1f}",
+                f"{t.tokens_per_second_per_device:.0f}",
+                f"{rollout:.1f}",
+                f"{t.seconds - rollout:.1f}",
                 f"{e.train_gib:.1f}",
                 f"{e.rollout_gib:.1f}",
-                f"{k.cross_node_gib:.1f}",
-                f"{100 * k.bubble:.1f}%",
-                f"{100 * k.headroom:.0f}%",
-                " ".join(overrides_of(lo)),
+                f"{100 * c.headroom:.0f}%",
+                " ".join(overrides_of(lo, c.split, base_split)),
             )
         )
     return tabulate(body, headers=head, tablefmt="plain", disable_numparse=True)
@@ -132,9 +156,16 @@ def write_sweep(directory: Path, listed: list[tuple[str, Candidate]], cfg: DictC
     (directory / "parallel").mkdir(parents=True, exist_ok=True)
     names = []
     for rank, c in listed:
-        name = name_of(int(rank), c.layout)
-        node = {"nnodes": c.layout.nnodes, "devices_per_node": c.layout.devices_per_node, **c.numbers()}
-        header = f"# Layout {rank} of {PROG} for {cfg.model.name} on {c.layout.nnodes}x{c.layout.devices_per_node}.\n"
+        name = name_of(int(rank), c.layout, c.split)
+        numbers = {name: getattr(c.layout, name) for name in (*TRAINING, *ROLLOUT)}
+        node: dict[str, Any] = {
+            "parallel": {"nnodes": c.layout.nnodes, "devices_per_node": c.layout.devices_per_node, **numbers}
+        }
+        if c.split.first is not None or c.split.last is not None:  # uneven stages live beside the layout
+            node["megatron"] = {"override_transformer_config": {FIRST: c.split.first, LAST: c.split.last}}
+        # The package line first: Hydra reads it from the file's header (the stage counts sit beside `parallel`).
+        header = "# @package _global_\n"
+        header += f"# Layout {rank} of {PROG} for {cfg.model.name} on {c.layout.nnodes}x{c.layout.devices_per_node}.\n"
         (directory / "parallel" / f"{name}.yaml").write_text(header + OmegaConf.to_yaml(node))
         names.append(name)
     return names
@@ -192,33 +223,69 @@ def _compose(overrides: list[str], config_dirs: list[Path]) -> tuple[DictConfig,
     return cfg, resolved, own
 
 
+def _is_own(c: Candidate, own: Layout, own_split: Split) -> bool:
+    return c.layout == own and (c.split.first, c.split.last) == (own_split.first, own_split.last)
+
+
+def why_faster(pick: Candidate, other: Candidate) -> str:
+    """The parts where the pick saves the most seconds against `other`, in numbers."""
+    gains = sorted(((other.time.parts[k] - v, k) for k, v in pick.time.parts.items()), reverse=True)
+    named = ", ".join(f"{k} {other.time.parts[k]:.1f} -> {pick.time.parts[k]:.1f} s" for d, k in gains[:3] if d > 0)
+    return f"{other.time.seconds:.1f} s/step against rank 1's {pick.time.seconds:.1f} s ({named or 'no part faster'})"
+
+
 def _print_table(
-    resolved: DictConfig, own: Layout, found: Search, rows: list[tuple[str, Candidate]], current: Candidate | None
+    resolved: DictConfig,
+    own: Layout,
+    own_split: Split,
+    found: Search,
+    rows: list[tuple[str, Candidate]],
+    current: Candidate | None,
+    steps: int | None,
 ) -> None:
-    current_rank = next((rank for rank, c in rows if c.layout == own), None)
+    current_rank = next((rank for rank, c in rows if _is_own(c, own, own_split)), None)
     shown = rows + ([("current", current)] if current is not None and current_rank is None else [])
+    hw = resolved.hardware
     print(
         f"{resolved.model.name} on {own.nnodes} x {own.devices_per_node} = {own.world} "
-        f"{device_of(resolved).upper()}s ({resolved.hardware.device_memory_gib:g} GiB each): "
+        f"{device_of(resolved).upper()}s (hardware {hw.get('name', '?')}, {hw.device_memory_gib:g} GiB each): "
         f"{found.training_accepted} training layouts (of {found.training_judged} judged) x "
         f"{found.rollout_accepted} rollout layouts accepted"
     )
     if shown:
-        print(table(shown))
+        print(table(shown, own_split))
     print(
-        "ranked: fits, no warnings, less traffic across nodes, less traffic, smaller pipeline bubble, "
-        "more memory headroom (verl_qwen35/planner/search.py)"
+        "ranked: fits, then predicted seconds per GRPO step (verl_qwen35/model/step_time.py; each training layout "
+        "with its fastest fitting rollout layout), then memory headroom; warnings are listed, they do not rank"
     )
+    if rows:
+        best = rows[0][1]
+        hours = f", {best.time.device_hours(steps):.0f} device-hours for {steps} steps" if steps else ""
+        print(
+            f"rank 1: {best.time.seconds:.1f} s/step, "
+            f"{best.time.tokens_per_second_per_device:.0f} tokens/s per device{hours}"
+        )
     if current is None:
         print("current: the preflight refuses the config's own layout (see python -m verl_qwen35 ... dry_run=true)")
     elif current_rank is not None:
         print(f"current: the config's own layout is rank {current_rank}")
+    elif rows:
+        print(f"current: the config's own layout takes {why_faster(rows[0][1], current)}")
+    if steps is None:
+        print("device-hours: set trainer.total_training_steps (or make data.train_files readable) to count the steps")
 
 
-def _print_json(own: Layout, base: list[str], rows: list[tuple[str, Candidate]], current: Candidate | None) -> None:
-    out = [record(int(rank), c, base, c.layout == own) for rank, c in rows]
-    if current is not None and not any(c.layout == own for _, c in rows):
-        out.append(record(None, current, base, True))
+def _print_json(
+    own: Layout,
+    own_split: Split,
+    base: list[str],
+    rows: list[tuple[str, Candidate]],
+    current: Candidate | None,
+    steps: int | None,
+) -> None:
+    out = [record(int(rank), c, base, _is_own(c, own, own_split), steps, own_split) for rank, c in rows]
+    if current is not None and not any(_is_own(c, own, own_split) for _, c in rows):
+        out.append(record(None, current, base, True, steps, own_split))
     print(json.dumps(out, indent=2))
 
 
@@ -234,7 +301,7 @@ def _nothing_fits(resolved: DictConfig, own: Layout, found: Search) -> int:
         )
         return 2
     closest = ", ".join(
-        f"{' '.join(overrides_of(c.layout))} needs {c.estimate.peak_gib:.0f} GiB" for c in found.closest[:3]
+        f"{' '.join(overrides_of(c.layout, c.split))} needs {c.estimate.peak_gib:.0f} GiB" for c in found.closest[:3]
     )
     print(
         f"{PROG}: no accepted layout fits in memory on {own.nnodes} x {own.devices_per_node} "
@@ -243,6 +310,25 @@ def _nothing_fits(resolved: DictConfig, own: Layout, found: Search) -> int:
         file=sys.stderr,
     )
     return 2
+
+
+def run_steps(cfg: DictConfig) -> int | None:
+    """Training steps of the configured run, as verl counts them; the dataset's rows come from the
+    parquet footer of `data.train_files` when it is readable here (before filter_overlong_prompts)."""
+    fixed = cfg.trainer.get("total_training_steps")
+    rows = None
+    if fixed is None:
+        files = cfg.data.train_files
+        try:
+            import pyarrow.parquet as pq
+
+            rows = sum(pq.read_metadata(f).num_rows for f in ([files] if isinstance(files, str) else list(files)))
+        except (ImportError, OSError, ValueError, TypeError):
+            rows = None
+        limit = cfg.data.get("train_max_samples")
+        if rows is not None and isinstance(limit, int) and limit > 0:
+            rows = min(rows, limit)
+    return total_steps(rows, cfg.data.train_batch_size, cfg.trainer.total_epochs, fixed)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -257,13 +343,15 @@ def run(args: argparse.Namespace) -> int:
         for problem in refusal:
             print(problem, file=sys.stderr)
         raise UsageError("the preflight refuses the best layouts for the reasons above; fix those overrides first")
-    current, _ = judge(cfg, own)
+    own_split = user_split(resolved)
+    current, _ = judge(cfg, own, own_split)
     base = base_overrides(args.overrides)
     rows = [(str(i + 1), c) for i, c in enumerate(listed)]
+    steps = run_steps(resolved)
     if args.format == "json":
-        _print_json(own, base, rows, current)
+        _print_json(own, own_split, base, rows, current, steps)
     else:
-        _print_table(resolved, own, found, rows, current)
+        _print_table(resolved, own, own_split, found, rows, current, steps)
         print(f"took {time.perf_counter() - started:.2f} s after start-up (compose, search, verify)")
         if refusal:
             print(f"note: layouts the search accepted but the whole preflight refused were left out: {refusal[0]}")

@@ -1,4 +1,4 @@
-"""Layout search, judged by the preflight's own rules and ranked by the memory and step-cost models.
+"""Layout search, judged by the preflight's own rules and ranked by the memory estimate and the step-time model.
 
 Also the plan a dry run prints.
 """

@@ -1,42 +1,38 @@
-"""Every training and rollout layout the preflight accepts on one cluster, with its memory estimate, ranked.
+"""Every training and rollout layout the preflight accepts on one cluster, ranked by predicted step time.
 
 The config is composed once (by the caller); layouts are varied in-process, never recomposed:
 
 1. Candidates. Training: TP, PP, CP, ETP among the divisors of the world size, EP among the
    divisors of the model's expert count, VPP among the divisors of the layers per stage (or none);
-   rollout: TP and DP among the divisors of the world size, EP 1 or TP*DP. The generator only
-   proposes values; it decides nothing.
+   where PP does not divide the layers, uneven first/last stages
+   (`num_layers_in_first/last_pipeline_stage`, megatron-core `transformer_block.get_num_layers_to_build`)
+   with the middle stages even, and VPP dividing every stage. Rollout: TP and DP among the divisors
+   of the world size, EP 1 or TP*DP. The generator only proposes values; it decides nothing.
 2. The judge is the preflight's own rule functions (`checks.layout.layout_problems`,
    `checks.rollout.rollout_problems`, `checks.batches.batch_problems`, ...) and the memory
-   estimate of `verl_qwen35.estimate`; a layout with an error is dropped, one with warnings kept.
-3. Ranking (`rank_key`): layouts that fit first, then those without warnings, then the cost model:
-   - bytes a device sends across node boundaries per training step (`traffic`), in half-powers
-     of two so near-equal volumes tie,
-   - all communication, cross-node or not, likewise,
-   - the pipeline bubble (PP-1)/(VPP*m), m micro-batches per update (Narayanan et al. 2021;
-     Megatron-LM's interleaved schedule), to the percent,
-   - memory headroom: the larger share of device memory left at the peak phase wins.
-   The rollout layout paired with each training layout is the config's own when it fits, else
-   the first that fits in `rollout_key` order.
+   estimate of `verl_qwen35.estimate`; a layout with an error is dropped, one with warnings kept
+   and listed. A warning that asks for a change (CP on NPU needs MindSpeed's context_parallel_algo)
+   ranks its layout after those without; a note that changes nothing (sequence_parallel at TP 1,
+   which verl turns off) does not rank.
+3. Ranking (`rank_key`): layouts that fit, without a warning asking for a change, by the
+   predicted seconds of one GRPO step
+   (`verl_qwen35.model.step_time`), then more memory headroom; one row per TP, PP, CP, EP, ETP
+   (its fastest VPP and stage split). Each training layout is paired
+   with the fastest rollout layout it fits with. Best-first: training layouts are visited in
+   the order of a lower bound (their training seconds + the fastest rollout's), so the search
+   stops once the next bound is slower than the `top`-th layout found.
 4. `verify`: the listed layouts go through the whole preflight on the composed config with only
-   `parallel.*` changed, exactly what `python -m verl_qwen35 <overrides> parallel.X=... dry_run=true`
-   checks, so a listed layout is one the dry run accepts.
-
-Communication volumes follow Megatron-LM's usual accounting (Korthikanti et al. 2022 for TP with
-sequence parallelism: 4 all-gather/reduce-scatter of s*b*h per layer for a forward and backward),
-with megatron-core's default rank order "tp-cp-ep-dp-pp" (`parallel_state.initialize_model_parallel`)
-deciding which groups span nodes. They are for ranking, not a performance prediction.
+   `parallel.*` (and the first/last stage counts) changed, exactly what
+   `python -m verl_qwen35 <overrides> parallel.X=... dry_run=true` checks.
 """
 
 import copy
 import dataclasses
-import itertools
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.batches import batch_problems, uses_reference
@@ -45,11 +41,24 @@ from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.rollout import rollout_problems
 from verl_qwen35.model.layout import Layout, divisors
 from verl_qwen35.model.memory import MemoryEstimate, ModelFacts, Settings, estimate_layout
+from verl_qwen35.model.pipeline import Split
+from verl_qwen35.model.step_time import (
+    PARTS,
+    Efficiency,
+    Rates,
+    Recipe,
+    StepTime,
+    calibrated,
+    offload_seconds,
+    rollout_seconds,
+    stage_imbalance,
+    training_seconds,
+)
 
 TRAINING = ("tp", "pp", "cp", "ep", "etp", "vpp")
 ROLLOUT = ("gen_tp", "gen_dp", "gen_ep")
-BF16 = 2
-FP32 = 4
+OTC = "megatron.override_transformer_config"
+FIRST, LAST = "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage"
 
 
 class Plain(dict):
@@ -72,53 +81,95 @@ class Plain(dict):
 
 
 @dataclass(frozen=True)
-class Cost:
-    """The ranking's inputs for one layout (per device, one training step)."""
-
-    cross_node_gib: float
-    total_comm_gib: float
-    bubble: float
-    headroom: float
-
-
-@dataclass(frozen=True)
 class Candidate:
     layout: Layout
+    split: Split  # the pipeline split (uneven first/last stage counts) this layout uses
     estimate: MemoryEstimate
     warnings: tuple[str, ...]
-    cost: Cost
+    time: StepTime
+    actionable: bool = False  # a warning asks for a change (not a mere note such as SP at TP 1)
 
     @property
     def fits(self) -> bool:
         return self.estimate.fits
 
+    @property
+    def headroom(self) -> float:
+        return 1 - self.estimate.peak_gib / self.estimate.device_memory_gib
+
     def numbers(self) -> dict[str, Any]:
-        return {name: getattr(self.layout, name) for name in (*TRAINING, *ROLLOUT)}
+        out = {name: getattr(self.layout, name) for name in (*TRAINING, *ROLLOUT)}
+        return out | {FIRST: self.split.first, LAST: self.split.last}
 
 
 def _errors(found: list[Problem]) -> list[Problem]:
     return [p for p in found if p.level == "error"]
 
 
-def _first_last(cfg: Any) -> tuple[int | None, int | None]:
-    otc = cfg.megatron.override_transformer_config
-    return otc.get("num_layers_in_first_pipeline_stage"), otc.get("num_layers_in_last_pipeline_stage")
+def user_split(cfg: Any) -> Split:
+    return Split.of(cfg.megatron.override_transformer_config)
 
 
-def _vpp_choices(lo: Layout, layers: int, first_last: tuple[int | None, int | None]) -> list[int | None]:
-    if lo.pp == 1 or any(n is not None for n in first_last) or layers % lo.pp:
-        return [None]
-    return [None, *divisors(layers // lo.pp)[1:]]
+def pipeline_splits(layers: int, pp: int, own: Split, imbalance: Any = None) -> list[tuple[Split, list[int | None]]]:
+    """(split, VPP choices) to try at this PP. A user's layout string or embedding/loss accounting is
+    kept as given; otherwise even stages when PP divides the layers, and of the first/last pairs that
+    leave the middle stages even (megatron-core transformer_block.get_num_layers_to_build), the one
+    that best evens out the stages' work (`imbalance(split)`: lm_head weighs ~4 decoder layers of
+    these models) and the best one that admits VPP > 1 (every stage divisible by it)."""
+    if own.layout is not None or own.embedding or own.loss:
+        return [(own, [None])]
+    if pp == 1:
+        return [(Split(), [None])]
+    found: list[tuple[Split, list[int | None]]] = []
+    if layers % pp == 0:
+        found.append((Split(), [None, *divisors(layers // pp)[1:]]))
+    uneven: list[tuple[Split, list[int | None]]] = []
+    per = layers / pp
+    for first in range(1, int(per) + 3):
+        for last in range(1, int(per) + 3):
+            middle_layers, middle_stages = layers - first - last, pp - 2
+            if middle_stages == 0:
+                if middle_layers:
+                    continue
+                counts = [first, last]
+            elif middle_layers <= 0 or middle_layers % middle_stages:
+                continue
+            else:
+                counts = [first, middle_layers // middle_stages, last]
+            if max(counts) - min(counts) > 4 or len(set(counts)) == 1:
+                continue  # far from balanced (never faster), or the even split again
+            common = [d for d in divisors(min(counts))[1:] if all(c % d == 0 for c in counts)]
+            uneven.append((Split(first=first, last=last), [None, *common]))
+    if imbalance is None or not uneven:
+        return found + uneven
+    by_work = sorted(uneven, key=lambda item: (imbalance(item[0]), item[0].first, item[0].last))
+    found.append(by_work[0])
+    found += [item for item in by_work if len(item[1]) > 1][:1] if len(by_work[0][1]) == 1 else []
+    return found
 
 
-def training_layouts(cfg: Any, base: Layout, device: str, counter: list[int]) -> Iterator[tuple[Layout, list[Problem]]]:
-    """Training layouts (rollout as in `base`) the layout and batch rules accept, with their warnings."""
-    arch, world, first_last = cfg.model, base.world, _first_last(cfg)
+def training_layouts(
+    cfg: Any, base: Layout, device: str, counter: list[int], facts: ModelFacts | None = None
+) -> Iterator[tuple[Layout, Split, list[Problem], list[Problem]]]:
+    """Training layouts (rollout as in `base`) the layout and batch rules accept, with their warnings
+    and their notes (warnings that change nothing: sequence_parallel at TP 1, which verl turns off);
+    with `facts`, only the uneven stage splits that best even out the work (see `pipeline_splits`)."""
+    arch, world, own = cfg.model, base.world, user_split(cfg)
     uses_ref = uses_reference(cfg)
+    mtp = (cfg.megatron.override_transformer_config or {}).get("mtp_num_layers")
     sizes = divisors(world)
     experts = [e for e in divisors(arch.num_experts) if e <= world]
     for tp in sizes:
         for pp in sizes:
+            staged = dataclasses.replace(base, pp=pp, vpp=None)
+            work = None
+            if facts is not None:
+                context = (cfg.data.max_prompt_length + cfg.data.max_response_length) / 2
+
+                def work(split: Split, staged: Layout = staged, context: float = context) -> float:
+                    return stage_imbalance(facts, staged, split, int(mtp or 0), context)
+
+            splits = pipeline_splits(arch.num_layers, pp, own, work)
             for cp in sizes:
                 if tp * pp * cp > world:
                     break
@@ -127,16 +178,17 @@ def training_layouts(cfg: Any, base: Layout, device: str, counter: list[int]) ->
                         if etp * ep * pp > world:
                             break
                         flat = dataclasses.replace(base, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp, vpp=None)
-                        for vpp in _vpp_choices(flat, arch.num_layers, first_last):
-                            lo = dataclasses.replace(flat, vpp=vpp)
-                            counter[0] += 1
-                            found = layout_problems(lo, arch, device, first_last)
-                            if not _errors(found):
-                                found += batch_problems(cfg, lo, uses_ref) + sequence_parallel_problems(cfg, lo)
-                            if not _errors(found):
-                                yield lo, found
-                            elif vpp is None:
-                                break  # interleaving cannot mend a layout the rules refuse without it
+                        for split, vpps in splits:
+                            for vpp in vpps:
+                                lo = dataclasses.replace(flat, vpp=vpp)
+                                counter[0] += 1
+                                found = layout_problems(lo, arch, device, split=split, mtp=mtp)
+                                if not _errors(found):
+                                    found += batch_problems(cfg, lo, uses_ref)
+                                if not _errors(found):
+                                    yield lo, split, found, sequence_parallel_problems(cfg, lo)
+                                elif vpp is None:
+                                    break  # interleaving cannot mend a layout the rules refuse without it
 
 
 def rollout_layouts(cfg: Any, base: Layout, counter: list[int]) -> Iterator[tuple[Layout, list[Problem]]]:
@@ -155,97 +207,46 @@ def rollout_layouts(cfg: Any, base: Layout, counter: list[int]) -> Iterator[tupl
                     yield lo, found
 
 
-def _off_node(size: int, stride: int, per_node: int) -> float:
-    """Share of a group's peers on other nodes, for ranks r, r+stride, ... (nodes hold consecutive ranks)."""
-    if size <= 1:
-        return 0.0
-    same_node = max(1, min(size, per_node // stride)) if stride <= per_node else 1
-    return 1 - (same_node - 1) / (size - 1)
-
-
-def traffic(m: ModelFacts, lo: Layout, s: Settings) -> tuple[float, float]:
-    """(cross-node, all) bytes one device sends per training step, by megatron-core's groups."""
-    dp = lo.world // (lo.tp * lo.pp * lo.cp)
-    edp = lo.world // (lo.etp * lo.ep * lo.pp)
-    layers = m.num_layers / lo.pp
-    attention_layers = m.attention_layers / lo.pp
-    # Forward-equivalents per step: train forward + backward (2) + the old log-prob forward (+ the ref's).
-    passes = 4 + (1 if s.uses_reference else 0)
-    # Tokens a model-parallel group handles per step; sequence parallelism spreads them over TP.
-    tokens = s.step_sequences * s.sequence_length / dp / lo.cp
-    act = tokens * m.hidden * BF16
-    volumes = {
-        # TP + SP: 2 all-gather/reduce-scatter a layer per forward (Korthikanti et al. 2022).
-        (lo.tp, 1): passes * layers * 2 * act * (lo.tp - 1) / lo.tp,
-        # CP: the K/V of every attention layer circulate once around the CP ring per forward.
-        (lo.cp, lo.tp): passes * attention_layers * tokens * 2 * m.kv_heads * m.head_dim * BF16 * (lo.cp - 1) / lo.cp,
-        # EP: dispatch and combine all-to-all of each routed token copy, per MoE layer and forward.
-        (lo.ep, lo.etp): passes * layers * 2 * act / lo.tp * m.topk * (lo.ep - 1) / lo.ep,
-        # ETP: the expert MLPs' own tensor-parallel all-gather/reduce-scatter of their routed tokens.
-        (lo.etp, 1): passes * layers * 2 * act / lo.tp * m.topk * (lo.etp - 1) / lo.etp,
-        # PP: one activation send per (virtual) stage boundary per forward; VPP multiplies them.
-        (lo.pp, lo.world // lo.pp): passes * (lo.vpp or 1) * act / lo.tp if lo.pp > 1 else 0.0,
-    }
-    # Distributed optimizer, once per update: reduce-scatter fp32 grads, all-gather bf16 params.
-    updates = max(1, s.step_sequences // max(1, s.mini_batch_sequences))
-    experts = layers * m.experts / lo.ep * m.expert / lo.etp
-    dense = max(0.0, m.params_total / (lo.tp * lo.pp) - experts)
-    volumes[(dp * lo.cp, lo.tp)] = updates * dense * (FP32 + BF16) * (dp * lo.cp - 1) / (dp * lo.cp)
-    volumes[(edp, lo.etp * lo.ep)] = updates * experts * (FP32 + BF16) * (edp - 1) / edp
-    per_node = lo.devices_per_node
-    cross = sum(v * _off_node(size, stride, per_node) for (size, stride), v in volumes.items())
-    return cross, sum(volumes.values())
-
-
-def bubble(lo: Layout, s: Settings) -> float:
-    """Pipeline bubble as a share of compute: (PP-1)/(VPP*m), m micro-batches per DP rank and update."""
-    if lo.pp == 1:
-        return 0.0
-    dp = lo.world // (lo.tp * lo.pp * lo.cp)
-    micro = max(1, s.mini_batch_sequences // (dp * max(1, s.micro_batch)))
-    return (lo.pp - 1) / ((lo.vpp or 1) * micro)
-
-
-def cost(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate) -> Cost:
-    cross, total = traffic(m, lo, s)
-    return Cost(
-        cross_node_gib=cross / 2**30,
-        total_comm_gib=total / 2**30,
-        bubble=bubble(lo, s),
-        headroom=1 - e.peak_gib / e.device_memory_gib,
-    )
-
-
-def _half_powers(gib: float) -> float:
-    return round(2 * math.log2(1 + gib * 1024)) / 2
-
-
-def partial_key(warnings: list[Problem] | tuple, k: Cost) -> tuple:
-    """The rank key without what needs the memory estimate (fits, headroom)."""
-    return (bool(warnings), _half_powers(k.cross_node_gib), _half_powers(k.total_comm_gib), round(k.bubble, 2))
-
-
 def rank_key(c: Candidate) -> tuple:
-    """Fits, no warnings, less cross-node traffic, less traffic, smaller bubble, more headroom."""
-    return (not c.fits, *partial_key(c.warnings, c.cost), -c.cost.headroom)
+    """Fits, no warning asking for a change, fewer predicted seconds per step, more memory headroom."""
+    return (not c.fits, c.actionable, round(c.time.seconds, 2), -c.headroom)
 
 
-def rollout_key(lo: Layout, own: Layout) -> tuple:
-    """Rollout layouts to try, in order: the config's own, then vLLM engines and rollout EP groups
-    inside one node, then more replicas (smaller TP*DP), then smaller TP."""
-    per_node = lo.devices_per_node
-    replica = lo.gen_tp * lo.gen_dp
-    return (
-        (lo.gen_tp, lo.gen_dp, lo.gen_ep) != (own.gen_tp, own.gen_dp, own.gen_ep),
-        lo.gen_tp > per_node,
-        lo.gen_ep > per_node,
-        replica,
-        lo.gen_tp,
-    )
+@dataclass(frozen=True)
+class Model:
+    """What every candidate of one search shares: facts, settings, rates, efficiencies, recipe."""
 
+    facts: ModelFacts
+    settings: Settings
+    rates: Rates
+    efficiency: Efficiency
+    recipe: Recipe
 
-# Rollout layouts tried per training layout before it counts as not fitting.
-ROLLOUT_TRIES = 12
+    @classmethod
+    def of(cls, plain: Any) -> "Model":
+        return cls(
+            ModelFacts.of(plain.model), Settings.of(plain), Rates.of(plain.hardware), calibrated(), Recipe.of(plain)
+        )
+
+    def settings_for(self, split: Split) -> Settings:
+        if (split.first, split.last) == self.settings.first_last:
+            return self.settings
+        return dataclasses.replace(self.settings, first_last=(split.first, split.last))
+
+    def candidate(
+        self, lo: Layout, split: Split, warnings: tuple[str, ...], train: dict[str, float], actionable: bool = False
+    ) -> Candidate:
+        s = self.settings_for(split)
+        e = estimate_layout(self.facts, lo, s)
+        parts = {**rollout_seconds(self.facts, lo, s, e, self.rates, self.efficiency), **train}
+        parts["offload"] = offload_seconds(e, s)
+        ordered = {k: parts[k] for k in PARTS}
+        time = StepTime(ordered, s.step_sequences * s.sequence_length, lo.world)
+        return Candidate(lo, split, e, warnings, time, actionable)
+
+    def training(self, lo: Layout, split: Split) -> dict[str, float]:
+        s = self.settings_for(split)
+        return training_seconds(self.facts, lo, s, self.rates, self.efficiency, self.recipe, split)
 
 
 @dataclass
@@ -260,91 +261,127 @@ class Search:
     closest: list[Candidate]  # when nothing fits: the smallest peaks, to say how far off
 
 
-def search(cfg: DictConfig, device: str, top: int = 10) -> Search:
-    """Accepted layouts of this composed config's cluster and model that fit, best first (`top`; 0: all).
+# Rollout layouts tried per training layout (fastest first) before it counts as not fitting.
+ROLLOUT_TRIES = 12
 
-    Estimates are computed lazily in rank order, so a long list of accepted layouts costs only
-    what the top needs."""
+
+def search(cfg: DictConfig, device: str, top: int = 10) -> Search:
+    """Accepted layouts of this composed config's cluster and model that fit, fastest first (`top`; 0: all).
+
+    The rollout's seconds depend only on the rollout layout, the training's only on the training
+    layout, so both are computed once each; memory estimates run lazily in the order of
+    training + fastest rollout, a lower bound of every pairing's time."""
     plain = Plain.of(OmegaConf.to_container(cfg, resolve=True))
     own = Layout.of(plain)
-    facts, settings = ModelFacts.of(plain.model), Settings.of(plain)
+    model = Model.of(plain)
     trained, rolled = [0], [0]
-    trainings = list(training_layouts(plain, own, device, trained))
+    trainings = list(training_layouts(plain, own, device, trained, model.facts))
     accepted = list(rollout_layouts(plain, own, rolled))
     rollout_warnings = {(lo.gen_tp, lo.gen_dp, lo.gen_ep): w for lo, w in accepted}
-    rollouts = sorted((lo for lo, _ in accepted), key=lambda lo: rollout_key(lo, own))
+    rollouts = []
+    for lo, w in accepted:  # vLLM's weights, KV bytes and cache size do not depend on the training layout
+        e = estimate_layout(model.facts, lo, model.settings)
+        parts = rollout_seconds(model.facts, lo, model.settings, e, model.rates, model.efficiency)
+        rollouts.append((bool(w), sum(parts.values()), lo))
+    rollouts.sort(key=lambda item: item[:2])  # without warnings first, then fastest
+    fastest = min((seconds for _, seconds, _ in rollouts), default=0.0)
+    # (a warning asks for a change, a lower bound of the step's seconds): no pairing ranks before its bound.
     ordered = sorted(
-        ((partial_key(w, cost_of_training(facts, lo, settings)), lo, w) for lo, w in trainings),
+        (
+            ((bool(w), sum(train.values()) + fastest), lo, split, w, notes, train)
+            for lo, split, w, notes in trainings
+            for train in [model.training(lo, split)]
+        ),
         key=lambda item: item[0],
     )
-    listed: list[Candidate] = []
+    best: dict[tuple[int, ...], Candidate] = {}  # one row per parallel shape: its fastest VPP and stage split
     closest: list[Candidate] = []
-    for _, group in itertools.groupby(ordered, key=lambda item: item[0]):
-        found = [_paired(facts, settings, lo, w, rollouts, rollout_warnings) for _, lo, w in group]
-        listed += sorted((c for c in found if c.fits), key=rank_key)
-        closest = sorted(closest + [c for c in found if not c.fits], key=lambda c: c.estimate.peak_gib)[:5]
-        if top and len(listed) >= top:
+    threshold = (True, float("inf"))  # the top-th listed layout's (actionable, seconds): no later bound beats it
+    for bound, lo, split, w, notes, train in ordered:
+        if bound > threshold:
             break
+        c = _paired(model, lo, split, w, notes, train, rollouts, rollout_warnings)
+        if not c.fits:
+            closest = sorted([*closest, c], key=lambda c: c.estimate.peak_gib)[:5]
+        elif (shape := shape_of(c.layout)) not in best or rank_key(c) < rank_key(best[shape]):
+            best[shape] = c
+            if top and len(best) >= top:
+                kth = sorted(best.values(), key=rank_key)[top - 1]
+                threshold = (kth.actionable, kth.time.seconds)
+    listed = sorted(best.values(), key=rank_key)
     return Search(listed[:top] if top else listed, trained[0], len(trainings), rolled[0], len(rollouts), closest)
 
 
-def cost_of_training(m: ModelFacts, lo: Layout, s: Settings) -> Cost:
-    cross, total = traffic(m, lo, s)
-    return Cost(cross / 2**30, total / 2**30, bubble(lo, s), 0.0)
+def shape_of(lo: Layout) -> tuple[int, ...]:
+    """TP, PP, CP, EP, ETP: layouts that differ only in VPP or the stage split are one row of the plan."""
+    return (lo.tp, lo.pp, lo.cp, lo.ep, lo.etp)
 
 
 def _paired(
-    m: ModelFacts,
-    s: Settings,
+    model: Model,
     train: Layout,
+    split: Split,
     train_warnings: list[Problem],
-    rollouts: list[Layout],
+    train_notes: list[Problem],
+    train_parts: dict[str, float],
+    rollouts: list[tuple[bool, float, Layout]],
     rollout_warnings: dict[tuple[int, int, int], list[Problem]],
 ) -> Candidate:
-    """This training layout with the first rollout layout (in `rollout_key` order) it fits with."""
+    """This training layout with the fastest rollout layout (without warnings first) it fits with."""
     first = None
-    for roll in rollouts[:ROLLOUT_TRIES]:
+    for _, _, roll in rollouts[:ROLLOUT_TRIES]:
         lo = dataclasses.replace(train, gen_tp=roll.gen_tp, gen_dp=roll.gen_dp, gen_pp=1, gen_ep=roll.gen_ep)
-        e = estimate_layout(m, lo, s)
-        warnings = tuple(str(p) for p in [*train_warnings, *rollout_warnings[(roll.gen_tp, roll.gen_dp, roll.gen_ep)]])
-        candidate = Candidate(lo, e, warnings, cost(m, lo, s, e))
-        if e.fits:
+        actionable = [*train_warnings, *rollout_warnings[(roll.gen_tp, roll.gen_dp, roll.gen_ep)]]
+        warnings = tuple(str(p) for p in [*actionable, *train_notes])
+        candidate = model.candidate(lo, split, warnings, train_parts, bool(actionable))
+        if candidate.fits:
             return candidate
         first = first or candidate
-        if e.train_gib > e.device_memory_gib:
+        if candidate.estimate.train_gib > candidate.estimate.device_memory_gib:
             break  # no rollout layout makes the training phase fit
     assert first is not None, "a search needs at least one accepted rollout layout"
     return first
 
 
-def judge(cfg: DictConfig, lo: Layout) -> tuple[Candidate | None, list[Problem]]:
-    """Any layout (e.g. the config's own) through the whole preflight, then estimated and costed like
+def judge(cfg: DictConfig, lo: Layout, split: Split | None = None) -> tuple[Candidate | None, list[Problem]]:
+    """Any layout (e.g. the config's own) through the whole preflight, then estimated and timed like
     the search's: (candidate, errors); no candidate when the preflight refuses the layout."""
-    resolved = with_layout(cfg, lo)
+    resolved = with_layout(cfg, lo, split)
     found = preflight(resolved, machine_missing="warning")
     errors = [p for p in found if p.level == "error"]
     if errors:
         return None, errors
     plain = Plain.of(OmegaConf.to_container(resolved))
-    m, s = ModelFacts.of(plain.model), Settings.of(plain)
-    e = estimate_layout(m, lo, s)
+    model = Model.of(plain)
+    split = user_split(plain)
     warnings = tuple(str(p) for p in found if p.level == "warning")
-    return Candidate(lo, e, warnings, cost(m, lo, s, e)), []
+    return model.candidate(lo, split, warnings, model.training(lo, split)), []
 
 
-def with_layout(cfg: DictConfig, lo: Layout) -> DictConfig:
-    """The composed (unresolved) config with `parallel.*` set to this layout: what the override
-    `parallel.X=...` on the command line gives, since every layout key interpolates `parallel.*`."""
+def split_overrides(split: Split) -> dict[str, int | None]:
+    return {f"{OTC}.{FIRST}": split.first, f"{OTC}.{LAST}": split.last}
+
+
+def with_layout(cfg: DictConfig, lo: Layout, split: Split | None = None) -> DictConfig:
+    """The composed (unresolved) config with `parallel.*` set to this layout (and the first/last stage
+    counts to `split`'s): what the overrides `parallel.X=...` and `++megatron...=N` give, since every
+    layout key interpolates `parallel.*` and the ref and actor read `megatron.*`."""
     out = copy.deepcopy(cfg)
     for name in (*TRAINING, *ROLLOUT):
         out.parallel[name] = getattr(lo, name)
+    if split is not None and split.layout is None:
+        otc = out.megatron.override_transformer_config
+        with open_dict(otc):
+            for key, value in ((FIRST, split.first), (LAST, split.last)):
+                if value is not None or key in otc:
+                    otc[key] = value
     OmegaConf.resolve(out)
     return out
 
 
-def verify(cfg: DictConfig, lo: Layout) -> list[Problem]:
+def verify(cfg: DictConfig, lo: Layout, split: Split | None = None) -> list[Problem]:
     """The dry run's whole preflight on this layout (missing local files are warnings, as in a dry run)."""
-    return preflight(with_layout(cfg, lo), machine_missing="warning")
+    return preflight(with_layout(cfg, lo, split), machine_missing="warning")
 
 
 def verified(cfg: DictConfig, found: Search, top: int) -> tuple[list[Candidate], list[Problem]]:
@@ -353,7 +390,7 @@ def verified(cfg: DictConfig, found: Search, top: int) -> tuple[list[Candidate],
     kept: list[Candidate] = []
     first_refusal: list[Problem] = []
     for c in found.candidates:
-        errors = [p for p in verify(cfg, c.layout) if p.level == "error"]
+        errors = [p for p in verify(cfg, c.layout, c.split) if p.level == "error"]
         if errors:
             first_refusal = first_refusal or errors
             continue

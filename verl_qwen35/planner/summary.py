@@ -5,7 +5,32 @@ from omegaconf import DictConfig
 from verl_qwen35.checks.layout import layers_per_stage
 from verl_qwen35.checks.memory import memory_lines
 from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.memory import InputError, estimate_layout, read_inputs
 from verl_qwen35.model.pipeline import Split
+from verl_qwen35.model.step_time import Rates, Recipe, step_time
+
+
+def step_lines(cfg: DictConfig, steps: int | None = None) -> list[str]:
+    """The predicted step time of this config's own layout, by part (docs/planning.md, "Step time")."""
+    try:
+        m, s = read_inputs(cfg)
+        rates = Rates.of(cfg.hardware)
+    except InputError as err:
+        return [f"step       not predicted: {err}"]
+    lo = Layout.of(cfg)
+    t = step_time(m, lo, s, estimate_layout(m, lo, s), rates, recipe=Recipe.of(cfg))
+    p = t.parts
+    comm = sum(v for k, v in p.items() if k.startswith("comm_"))
+    hours = f", {t.device_hours(steps):.0f} device-hours for {steps} steps" if steps else ""
+    return [
+        f"time       ~{t.seconds:.0f} s a step, {t.tokens_per_second_per_device:.0f} tokens/s per device{hours}: "
+        f"rollout {p['rollout_prefill'] + p['rollout_decode']:.1f}, log-prob {p['old_log_prob']:.1f}, "
+        f"ref {p['ref_log_prob']:.1f}, update {p['update_compute']:.1f}, communication {comm:.1f}, "
+        f"bubble {p['pipeline_bubble']:.1f}, weight sync {p['weight_sync']:.1f}, offload {p['offload']:.1f} s",
+        "           communication "
+        + ", ".join(f"{k.removeprefix('comm_')} {v:.1f}" for k, v in p.items() if k.startswith("comm_"))
+        + " s (docs/planning.md, Step time)",
+    ]
 
 
 def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> list[str]:
@@ -25,6 +50,7 @@ def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None)
         f"rollout    {rollout.name} tp={lo.gen_tp}: {lo.world // replica if replica else '?'} replica(s)",
         f"step       {prompts} prompts x n={rollout.n} = {prompts * rollout.n} sequences, mini-batch {mini}",
         *memory_lines(cfg),
+        *step_lines(cfg),
         f"data       {cfg.data.train_files} | {cfg.data.val_files}",
         f"env        {len(cfg.env.set)} variables to the driver and every Ray worker; cleared: {', '.join(unset)}",
         f"checkpoint {cfg.trainer.default_local_dir}",
