@@ -148,6 +148,16 @@ def test_the_dry_run_plan_prints_the_step_time(tmp_path):
     assert lines[at + 1].split()[0] == "communication"
     for kind in ("tp", "cp", "ep", "etp", "pp", "dp"):
         assert f" {kind} " in lines[at + 1]
+    # The hardware it is planned for, as the preset names it (122B NPU: verl's script ran on A3).
+    assert any(line.startswith("hardware   Atlas 800T A3 (") and "61.27 GiB a device" in line for line in lines)
+    # A fixed step count gives the run's device-hours, as the plan command prints them.
+    fixed = subprocess.run(
+        [sys.executable, "-m", "verl_qwen35", "model=122b", "device=npu", "dry_run=true",
+         "trainer.total_training_steps=7"],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert fixed.returncode == 0, fixed.stderr
+    assert "device-hours for 7 steps" in fixed.stdout
 
 
 def test_device_hours_count_the_steps_as_verl_does(tmp_path):

@@ -31,8 +31,9 @@ def test_sweep_checks_every_job_and_tabulates_them(tmp_path):
     ]
     assert rows[1]["reason"].startswith("parallel.ep: ") and "num_experts" not in rows[1]["reason"][:12]
     assert rows[2]["reason"].startswith("parallel.tp: ")
-    # Memory column: training/rollout GiB per device of its capacity; empty where the layout does not split.
-    assert re.fullmatch(r"\d+/\d+ of 61\.27", rows[0]["memory_gib"]) and rows[3]["memory_gib"] == ""
+    # Memory column: training/rollout GiB per device of its capacity and the hardware; empty where the layout
+    # does not split.
+    assert re.fullmatch(r"\d+/\d+ of 61\.27 Atlas 800T A3", rows[0]["memory_gib"]) and rows[3]["memory_gib"] == ""
     assert json.loads((tmp_path / "sweep" / "summary.json").read_text())[0]["valid"] is True
 
 

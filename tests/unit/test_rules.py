@@ -732,7 +732,7 @@ def test_the_plans_memory_lines_show_each_phase_or_why_there_is_no_estimate():
     (unusable,) = memory_lines(config(**{DEVICE_CAP: 0.0}))  # typed a float by the schema; a value rule refuses 0
     assert unusable == f"memory     (no estimate: ERROR   [{DEVICE_CAP}] {DEVICE_CAP}=0.0: must be a number > 0)"
     assert (memory_column(config()), memory_column(uneven)) == (
-        f"{e.train_gib:.0f}/{e.rollout_gib:.0f} of {e.device_memory_gib:g}",
+        f"{e.train_gib:.0f}/{e.rollout_gib:.0f} of {e.device_memory_gib:g} {config().hardware.name.split(' (')[0]}",
         "",
     )
 

@@ -17,7 +17,6 @@ from verl_qwen35.model.step_time import (
     load_measurements,
     stage_imbalance,
     step_time,
-    total_steps,
     training_communication,
 )
 
@@ -94,10 +93,3 @@ def test_the_fit_reproduces_each_published_row_within_its_residual():
         if row.get("fit", True):
             assert own is not None and abs(residual) < 0.25, (row["id"], residual)
     assert {r["kind"] for r in load_measurements()} == {"pretrain", "grpo"}
-
-
-def test_total_steps_as_verl_counts_them():
-    """verl: len(dataloader) * total_epochs with drop_last; trainer.total_training_steps wins."""
-    assert total_steps(2101, 64, 15, None) == 2101 // 64 * 15
-    assert total_steps(2101, 64, 15, 7) == 7
-    assert total_steps(None, 64, 15, None) is None

@@ -7,7 +7,7 @@ runs in `dry_run=true` too.
 
 from __future__ import annotations
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.layout import KEYS, positive_problems
 from verl_qwen35.checks.problem import Problem, error, warning
@@ -208,4 +208,6 @@ def memory_column(cfg: DictConfig) -> str:
     if e is None:
         return ""
     mark = "" if e.fits else " NO FIT"
-    return f"{e.train_gib:.0f}/{e.rollout_gib:.0f} of {e.device_memory_gib:g}{mark}"
+    hardware = OmegaConf.select(cfg, "hardware.name", default=None)
+    on = f" {hardware.split(' (')[0]}" if hardware else ""  # "Atlas 800T A3 (Ascend 910C, ...)": the model
+    return f"{e.train_gib:.0f}/{e.rollout_gib:.0f} of {e.device_memory_gib:g}{on}{mark}"

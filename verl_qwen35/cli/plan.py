@@ -27,6 +27,7 @@ from tabulate import tabulate
 
 from verl_qwen35.checks import device_of
 from verl_qwen35.checks.layout import positive_problems
+from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
 from verl_qwen35.config.errors import resolve_naming_key
@@ -34,7 +35,6 @@ from verl_qwen35.errors import UserError
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, read_inputs
 from verl_qwen35.model.pipeline import Split
-from verl_qwen35.model.step_time import total_steps
 from verl_qwen35.planner.search import (
     FIRST,
     LAST,
@@ -313,22 +313,8 @@ def _nothing_fits(resolved: DictConfig, own: Layout, found: Search) -> int:
 
 
 def run_steps(cfg: DictConfig) -> int | None:
-    """Training steps of the configured run, as verl counts them; the dataset's rows come from the
-    parquet footer of `data.train_files` when it is readable here (before filter_overlong_prompts)."""
-    fixed = cfg.trainer.get("total_training_steps")
-    rows = None
-    if fixed is None:
-        files = cfg.data.train_files
-        try:
-            import pyarrow.parquet as pq
-
-            rows = sum(pq.read_metadata(f).num_rows for f in ([files] if isinstance(files, str) else list(files)))
-        except (ImportError, OSError, ValueError, TypeError):
-            rows = None
-        limit = cfg.data.get("train_max_samples")
-        if rows is not None and isinstance(limit, int) and limit > 0:
-            rows = min(rows, limit)
-    return total_steps(rows, cfg.data.train_batch_size, cfg.trainer.total_epochs, fixed)
+    """Training steps of the configured run, as verl counts them (checks/schedule.py, the one count)."""
+    return training_steps(cfg, train_rows(cfg)).total
 
 
 def run(args: argparse.Namespace) -> int:

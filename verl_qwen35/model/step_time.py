@@ -427,16 +427,6 @@ PARTS = (
 )
 
 
-def total_steps(dataset_rows: int | None, train_batch_size: int, total_epochs: int, fixed: int | None) -> int | None:
-    """verl's count (trainer/ppo/ray_trainer.py `_create_dataloader`): len(dataloader) x total_epochs,
-    the dataloader dropping the last partial batch; `trainer.total_training_steps` wins when set."""
-    if fixed is not None:
-        return fixed
-    if dataset_rows is None:
-        return None
-    return dataset_rows // train_batch_size * total_epochs
-
-
 # -- calibration ---------------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ from omegaconf import DictConfig
 
 from verl_qwen35.checks.layout import layers_per_stage
 from verl_qwen35.checks.memory import memory_lines
+from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, estimate_layout, read_inputs
 from verl_qwen35.model.pipeline import Split
@@ -33,6 +34,13 @@ def step_lines(cfg: DictConfig, steps: int | None = None) -> list[str]:
     ]
 
 
+def hardware_line(hw: DictConfig) -> str:
+    return (
+        f"hardware   {hw.get('name', '?')}: {hw.device_memory_gib:g} GiB a device as torch sees it, "
+        f"{hw.devices_per_node} a node, {hw.bf16_tflops:g} bf16 TFLOPS"
+    )
+
+
 def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> list[str]:
     lo, m = Layout.of(cfg), cfg.model
     split = Split.of(cfg.megatron.override_transformer_config)
@@ -44,13 +52,14 @@ def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None)
     return [
         f"model      {m.name} ({choices.get('model', '?')}), weights {cfg.actor_rollout_ref.model.path}",
         f"device     {cfg.trainer.device} ({choices.get('device', '?')}), preset {choices.get('parallel', '?')}",
+        hardware_line(cfg.hardware),
         f"world      {lo.nnodes} node(s) x {lo.devices_per_node} = {lo.world} devices",
         f"training   {layout}",
         f"           DP {lo.dp}, expert-DP {lo.expert_dp}, layers per pipeline stage {layers_per_stage(lo, m, split)}",
         f"rollout    {rollout.name} tp={lo.gen_tp}: {lo.world // replica if replica else '?'} replica(s)",
         f"step       {prompts} prompts x n={rollout.n} = {prompts * rollout.n} sequences, mini-batch {mini}",
         *memory_lines(cfg),
-        *step_lines(cfg),
+        *step_lines(cfg, training_steps(cfg, train_rows(cfg)).total),
         f"data       {cfg.data.train_files} | {cfg.data.val_files}",
         f"env        {len(cfg.env.set)} variables to the driver and every Ray worker; cleared: {', '.join(unset)}",
         f"checkpoint {cfg.trainer.default_local_dir}",
