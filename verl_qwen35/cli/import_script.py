@@ -14,8 +14,11 @@ PROG = "verl-qwen35 import"
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("script", type=Path, help="a bash launch script calling main_ppo, or a .txt list of overrides")
-    parser.add_argument("--device", choices=("gpu", "npu"), help="DEVICE for the script and the preset (default: gpu, "
-                        "or the script's trainer.device)")
+    parser.add_argument(
+        "--device",
+        choices=("gpu", "npu"),
+        help="DEVICE for the script and the preset (default: gpu, or the script's trainer.device)",
+    )
     parser.add_argument("--out", type=Path, default=Path("imported"), help="new or empty directory (default: imported)")
     args = parser.parse_args(argv)
     with answered(PROG):

@@ -81,8 +81,10 @@ def verl_effective(lines: list[str], result: Imported) -> DictConfig:
         key = override.key_or_group
         if override.is_add() or override.is_force_add():
             added.add(key)
-        elif not override.is_delete() and not _has_key(base, key) and not any(
-            key.startswith(f"{a}.") or key == a for a in added
+        elif (
+            not override.is_delete()
+            and not _has_key(base, key)
+            and not any(key.startswith(f"{a}.") or key == a for a in added)
         ):
             result.unmapped.append((line, f"the installed verl has no key {key} (its setting cannot be carried)"))
             continue
@@ -97,7 +99,8 @@ def _has_key(cfg: DictConfig, key: str) -> bool:
     """The key exists (a `???` value counts: verl leaves some to be given)."""
     parent, _, last = key.rpartition(".")
     node = OmegaConf.select(cfg, parent, default=None) if parent else cfg
-    return isinstance(node, DictConfig) and last in node.keys()
+    # `in node` is False for a `???` value; its keys() still name it.
+    return isinstance(node, DictConfig) and last in node.keys()  # noqa: SIM118
 
 
 # Names only an Ascend launch exports: a list without trainer.device and without --device is an NPU one.
@@ -201,7 +204,11 @@ def _map_keys(script: dict[str, Any], ours_cfg: DictConfig, result: Imported) ->
         source = _source_of(key, raw)
         by_source.setdefault(source or key, []).append(key)
     for target, keys in by_source.items():
-        fed = [k for k in raw if _source_of(k, raw) == target and not k.startswith(REF_MEGATRON)] if target != keys[0] else keys
+        fed = (
+            [k for k in raw if _source_of(k, raw) == target and not k.startswith(REF_MEGATRON)]
+            if target != keys[0]
+            else keys
+        )
         values = {repr(script.get(k, ABSENT)) for k in (fed or keys)}
         if target != keys[0] and len(values) != 1:
             why = f"the keys fed by {target} differ in the script"
@@ -212,6 +219,7 @@ def _map_keys(script: dict[str, Any], ours_cfg: DictConfig, result: Imported) ->
         _put(result, key if target == keys[0] else ", ".join(keys), target, script.get(key, ABSENT), keys=keys)
 
 
+SECRET_ADVICE = "not written: it looks like a secret; export it in the shell before `ray start`"
 # Keys our conf fills on purpose where verl's default stands (tests/seed_fidelity/differences.yaml).
 OURS_ON_PURPOSE = {
     "ray_kwargs.ray_init.runtime_env.env_vars": "filled at launch from env.*: Ray workers get the environment so",
@@ -221,7 +229,10 @@ OURS_ON_PURPOSE = {
 def _put(result: Imported, shown: str, target: str, value: Any, note: str = "", keys: list[str] | None = None) -> None:
     if value is ABSENT or value == ABSENT:
         for key in keys or [shown]:
-            result.fixes[key] = OURS_ON_PURPOSE.get(key) or "kept from the preset: the script has no such key (a preset file cannot delete one)"
+            result.fixes[key] = (
+                OURS_ON_PURPOSE.get(key)
+                or "kept from the preset: the script has no such key (a preset file cannot delete one)"
+            )
         return
     if why := _secret(target, value):
         result.unmapped.append((shown, f"not written: {why}; export it in the shell before `ray start` instead"))
@@ -245,7 +256,9 @@ def _map_env(recorded: Recorded, ours_cfg: DictConfig, result: Imported, other_d
             result.fixes[key] = f"not carried: {NOT_CARRIED[name]}"
         elif looks_secret(name) or credentials_in(value):
             result.fixes[key] = "not written (a secret)"
-            result.unmapped.append((name, "not written: it looks like a secret; export it in the shell before `ray start`"))
+            result.unmapped.append(
+                (name, "not written: it looks like a secret; export it in the shell before `ray start`")
+            )
         elif ours.get(name) != value:
             result.files.setdefault("tuning", {})[f"env.set.{name}"] = value
             result.mapped.append((f"export {name}", f"tuning/{NAME}.yaml:env.set.{name}", value))
@@ -331,7 +344,9 @@ def report(result: Imported, out: Path, leftover: dict[str, tuple], notes: Itera
     if result.unmapped:
         lines += ["not mapped:"] + [f"  {what}: {why}" for what, why in result.unmapped]
     if leftover:
-        lines += ["still differs (please report):"] + [f"  {k}: script={a!r} preset={b!r}" for k, (a, b) in leftover.items()]
+        lines += ["still differs (please report):"] + [
+            f"  {k}: script={a!r} preset={b!r}" for k, (a, b) in leftover.items()
+        ]
     lines += [f"note: {n}" for n in notes]
     lines.append(result.command(out))
     return os.linesep.join(lines)

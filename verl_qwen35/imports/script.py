@@ -27,10 +27,44 @@ TIME_LIMIT_S = 30
 # Commands verl's launch scripts call around the trainer; their stand-ins do nothing and exit 0.
 NO_OPS = ("hf", "huggingface-cli", "nvidia-smi", "npu-smi", "ray", "wandb", "modelscope", "pip", "pip3", "uv")
 # Utilities a launch script may use to build its overrides (names looked up in /usr/bin and /bin).
-BASICS = (
-    "awk basename cat cut date dirname echo env expr false grep head hostname id ls mkdir mktemp nproc printf "
-    "readlink realpath sed seq sleep sort tail tee test touch tr true uname wc whoami xargs"
-).split()
+BASICS = [
+    "awk",
+    "basename",
+    "bash",
+    "cat",
+    "cut",
+    "date",
+    "dirname",
+    "echo",
+    "env",
+    "expr",
+    "false",
+    "grep",
+    "head",
+    "hostname",
+    "id",
+    "ls",
+    "mkdir",
+    "mktemp",
+    "nproc",
+    "printf",
+    "readlink",
+    "realpath",
+    "sed",
+    "seq",
+    "sleep",
+    "sort",
+    "tail",
+    "tee",
+    "test",
+    "touch",
+    "tr",
+    "true",
+    "uname",
+    "wc",
+    "whoami",
+    "xargs",
+]
 # Proxies are set to a dummy before the run (as in the recording) to see whether the script clears them.
 DUMMY_PROXY = "http://proxy:1"
 PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
@@ -108,7 +142,7 @@ def _split(path: Path) -> list[str]:
 
 
 def run_script(
-    script: Path, device: str, time_limit_s: float = TIME_LIMIT_S, fail_quietly: bool = False
+    script: Path, device: str, time_limit_s: float | None = None, fail_quietly: bool = False
 ) -> Recorded | None:
     """Run the script as the recording procedure does; a script that never calls main_ppo is refused
     (with `fail_quietly`, None: the other device's run, only asked whether it clears the proxies)."""
@@ -134,6 +168,7 @@ def run_script(
             "BASH_ENV": str(root / "hook.sh"),
             **dict.fromkeys(PROXIES, DUMMY_PROXY),
         }
+        time_limit_s = TIME_LIMIT_S if time_limit_s is None else time_limit_s
         argv = [*_no_network_prefix(), bash, str(script.resolve())]
         proc = subprocess.Popen(
             argv, cwd=work, env=given, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
