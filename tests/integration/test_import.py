@@ -84,7 +84,10 @@ def test_an_imported_list_composes_to_the_script_but_for_the_reported_fixes(list
     preset = _preset_config(done.out.strip().splitlines()[-1])
     unreported = _differences(script, preset) - _reported(done.out)
     assert not unreported, {k: (script.get(k), preset.get(k)) for k in unreported}
-    assert f"model={listed.stem.split('_')[0]}" in done.out.splitlines()[-1]
+    command = done.out.strip().splitlines()[-1]
+    assert f"model={listed.stem.split('_')[0]}" in command
+    checked = cli(*shlex.split(command)[1:], "dry_run=true")
+    assert checked.code == 0 and "verdict    OK" in checked.out, checked.said
 
 
 @pytest.mark.parametrize("device", ["gpu", "npu"])
@@ -195,3 +198,15 @@ def test_values_are_written_as_yaml_data_not_as_config(cli, tmp_path):
     cfg = compose_ours(shlex.split(done.out.splitlines()[-1])[3:], [tmp_path / "preset"])
     assert cfg.trainer.experiment_name == tricky.replace("\n", " ")
     assert set(cfg.keys()) == set(compose_ours(["model=35b", "device=gpu"]).keys())
+
+
+def test_proxies_cleared_on_one_device_only_are_cleared_on_every_device(cli, tmp_path):
+    text = FIXTURE.read_text().replace(
+        "    export CPU_AFFINITY_CONF=1\n", "    export CPU_AFFINITY_CONF=1\n    unset http_proxy https_proxy\n"
+    )
+    (tmp_path / "mine.sh").write_text(text)
+    done = cli("import", str(tmp_path / "mine.sh"), "--device", "gpu", "--out", str(tmp_path / "preset"))
+    assert done.code == 0, done.said
+    assert "ENV.http_proxy: proxies cleared on every device (it clears them on npu only)" in done.out
+    on_npu = cli("import", str(tmp_path / "mine.sh"), "--device", "npu", "--out", str(tmp_path / "npu"))
+    assert "proxies cleared" not in on_npu.out
