@@ -124,6 +124,9 @@ def test_a_changed_layout_lands_in_parallel(cli, tmp_path):
     cfg = compose_ours(shlex.split(done.out.splitlines()[-1])[3:], [tmp_path / "preset"])
     assert cfg.actor_rollout_ref.ref.megatron.tensor_model_parallel_size == 4
     assert cfg.actor_rollout_ref.rollout.n == 8
+    # verl derives actor.rollout_n (and the critic's) from rollout.n: not written, so they keep following it
+    assert "rollout_n" not in (tmp_path / "preset" / "tuning" / "imported.yaml").read_text()
+    assert cfg.actor_rollout_ref.actor.rollout_n == 8
 
 
 def _bad(cli, tmp_path, body: str, *args: str):

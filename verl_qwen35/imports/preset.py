@@ -8,6 +8,7 @@ written where our conf feeds it from: a key our conf interpolates from `parallel
 
 import os
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +54,8 @@ class Imported:
 
     def command(self, out: Path) -> str:
         groups = " ".join(f"{g}={NAME}" for g in ("parallel", "tuning") if g in self.files)
-        return f"verl-qwen35 --config-dir {out} device={self.device} model={self.model} {groups}".rstrip()
+        where = shlex.quote(str(out))
+        return f"verl-qwen35 --config-dir {where} device={self.device} model={self.model} {groups}".rstrip()
 
 
 def _verl_compose(overrides: list[str]) -> DictConfig:
@@ -181,8 +183,10 @@ def differences(script: dict[str, Any], ours: dict[str, Any], verl_keys: Iterabl
     }
 
 
-def _map_keys(script: dict[str, Any], ours_cfg: DictConfig, result: Imported) -> None:
-    """Each differing verl key to its source in our conf, or to itself."""
+def _map_keys(script: dict[str, Any], ours_cfg: DictConfig, result: Imported, derived: bool) -> None:
+    """Each differing verl key to its source in our conf, or to itself. With `derived` False, a key verl
+    derives from another (`actor.rollout_n: ${oc.select:...rollout.n}`) is left for the second pass,
+    where it follows the key it derives from and is written only if it still differs."""
     ours = flatten(ours_cfg)
     raw = flatten(OmegaConf.to_container(ours_cfg, resolve=False))
     verl_top = {k.split(".", 1)[0] for k in script}
@@ -202,6 +206,8 @@ def _map_keys(script: dict[str, Any], ours_cfg: DictConfig, result: Imported) ->
             result.fixes[key] = "npu set explicitly (verl's auto_set_device sets the same on an Ascend host)"
             continue
         source = _source_of(key, raw)
+        if not derived and source is None and "${" in str(raw.get(key, "")):
+            continue
         by_source.setdefault(source or key, []).append(key)
     for target, keys in by_source.items():
         fed = (
@@ -310,8 +316,12 @@ def import_preset(recorded: Recorded, device: str | None, out: Path, other: Reco
     result = Imported(model=closest_model(script["actor_rollout_ref.model.path"]), device=chosen, how=how)
     result.unmapped = probe.unmapped
     ours_cfg = compose([f"model={result.model}", f"device={result.device}"])
-    _map_keys(script, ours_cfg, result)
+    _map_keys(script, ours_cfg, result, derived=False)
     _map_env(recorded, ours_cfg, result, other)
+    _write(out, result)
+    _map_keys(script, composed(result, out)[0], result, derived=True)
+    for group in result.files:
+        (out / group / f"{NAME}.yaml").unlink(missing_ok=True)  # the second pass may add a group
     _write(out, result)
     return result
 
