@@ -19,6 +19,7 @@ LAYERS = [
     {"checks"},
     {"planner", "validators"},
     {"run", "review"},
+    {"imports"},
     {"cli"},
     {"__init__", "__main__"},
 ]

@@ -19,7 +19,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig
 from omegaconf.errors import InterpolationResolutionError
 
-from verl_qwen35.cli import data, diff, doctor, estimate, help, plan, relaunch
+from verl_qwen35.cli import data, diff, doctor, estimate, help, import_script, plan, relaunch
 from verl_qwen35.cli.answers import PROG, answered
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import implicit_overrides
@@ -50,6 +50,7 @@ SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "doctor": (doctor.main, "doctor [device=gpu|npu]              check this machine's software stack"),
     "relaunch": (relaunch.main, "relaunch RUN_DIR                     launch a run's exact config again"),
     "data": (data.main, "data --out DIR                       fetch the geo3k parquet files once"),
+    "import": (import_script.main, "import SCRIPT [--device gpu|npu] [--out DIR]  a launch script as a preset"),
     "presets": (_presets, "presets [--config-dir DIR]           models, devices, layouts, tunings"),
 }
 

@@ -1,0 +1,225 @@
+"""Record what a bash launch script hands to `python3 -m verl.trainer.main_ppo`, without running verl.
+
+The recording procedure of /work/shared/reference/README.md (how seed_overrides/ were made): a stand-in
+`python3` first on PATH writes the arguments of a `-m verl.trainer.main_ppo` call one a line and the
+exported environment, and exits 0; stand-ins for the other commands such scripts call do nothing; the
+script runs under `bash` with a clean environment in a temporary directory, with a time limit.
+
+What it guards against, and what it cannot: PATH holds only the stand-ins and a fixed list of basic
+utilities (no curl, wget, git, pip, ssh), and where user namespaces are allowed (`unshare -rn`) the script
+runs with no network interface but loopback. A script can still name a program by its absolute path
+(/usr/bin/curl) and write files wherever the user may write: read a script you do not trust first.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verl_qwen35.config.yaml_files import read_text
+from verl_qwen35.errors import UserError
+
+ENTRYPOINT = "verl.trainer.main_ppo"
+TIME_LIMIT_S = 30
+# Commands verl's launch scripts call around the trainer; their stand-ins do nothing and exit 0.
+NO_OPS = ("hf", "huggingface-cli", "nvidia-smi", "npu-smi", "ray", "wandb", "modelscope", "pip", "pip3", "uv")
+# Utilities a launch script may use to build its overrides (names looked up in /usr/bin and /bin).
+BASICS = [
+    "awk",
+    "basename",
+    "bash",
+    "cat",
+    "cut",
+    "date",
+    "dirname",
+    "echo",
+    "env",
+    "expr",
+    "false",
+    "grep",
+    "head",
+    "hostname",
+    "id",
+    "ls",
+    "mkdir",
+    "mktemp",
+    "nproc",
+    "printf",
+    "readlink",
+    "realpath",
+    "sed",
+    "seq",
+    "sleep",
+    "sort",
+    "tail",
+    "tee",
+    "test",
+    "touch",
+    "tr",
+    "true",
+    "uname",
+    "wc",
+    "whoami",
+    "xargs",
+]
+# Proxies are set to a dummy before the run (as in the recording) to see whether the script clears them.
+DUMMY_PROXY = "http://proxy:1"
+PROXIES = ("http_proxy", "https_proxy")  # as recorded (the seed files show these two)
+# What bash itself sets, not the script's exports.
+BASH_OWN = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "BASH_ENV"})
+
+STANDIN_PYTHON = """#!/bin/sh
+# Stand-in python3 (verl-qwen35 import): records a main_ppo call, refuses anything else.
+if [ "$1" = "-m" ] && [ "$2" = "verl.trainer.main_ppo" ]; then
+    shift 2
+    : > "$IMPORT_RECORD/args"
+    for arg in "$@"; do printf '%s\\0' "$arg" >> "$IMPORT_RECORD/args"; done
+    env -0 > "$IMPORT_RECORD/env"
+    exit 0
+fi
+printf '%s\\0' "python3 $*" >> "$IMPORT_RECORD/other_python"
+exit 1
+"""
+NO_OP = "#!/bin/sh\nexit 0\n"
+# Bash calls this function for a command not on PATH: named in the report instead of a bare 127.
+MISSING_HOOK = """command_not_found_handle() {
+    printf '%s\\0' "$1" >> "$IMPORT_RECORD/missing"
+    printf 'verl-qwen35 import: %s is not available while importing\\n' "$1" >&2
+    return 127
+}
+"""
+
+
+@dataclass
+class Recorded:
+    """The overrides a script hands to main_ppo (in order) and the environment it exports."""
+
+    overrides: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    unset_proxies: bool = True
+    notes: list[str] = field(default_factory=list)
+
+
+def read_overrides(path: Path) -> Recorded:
+    """A plain list: one override a line, `#` comments; an `#ENV` line starts `NAME=value` lines (the
+    seed files' format). Without an `#ENV` section nothing is known of the environment."""
+    text = read_text(path, kind="override list")
+    lines = [ln.strip() for ln in text.splitlines()]
+    marker = "#ENV" in lines
+    cut = lines.index("#ENV") if marker else len(lines)
+    overrides = [ln for ln in lines[:cut] if ln and not ln.startswith("#")]
+    env = dict(ln.split("=", 1) for ln in lines[cut + 1 :] if "=" in ln and not ln.startswith("#"))
+    unset = not any(env.get(p) == DUMMY_PROXY for p in PROXIES)
+    for name in [p for p in PROXIES if env.get(p) == DUMMY_PROXY]:
+        del env[name]
+    return Recorded(overrides, env, unset_proxies=unset or not marker)
+
+
+def _write_standins(bin_dir: Path) -> None:
+    bin_dir.mkdir()
+    for name, text in [("python3", STANDIN_PYTHON), ("python", STANDIN_PYTHON), *((n, NO_OP) for n in NO_OPS)]:
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    for name in BASICS:
+        found = next((Path(d, name) for d in ("/usr/bin", "/bin") if Path(d, name).is_file()), None)
+        if found and not (bin_dir / name).exists():
+            (bin_dir / name).symlink_to(found)
+
+
+def _no_network_prefix() -> list[str]:
+    """`unshare -rn` (a user and network namespace) where the kernel allows it, else nothing."""
+    unshare = shutil.which("unshare", path="/usr/bin:/bin")
+    if unshare and subprocess.run([unshare, "-rn", "true"], capture_output=True).returncode == 0:
+        return [unshare, "-rn"]
+    return []
+
+
+def _split(path: Path) -> list[str]:
+    return path.read_bytes().decode("utf-8", "replace").split("\0")[:-1] if path.exists() else []
+
+
+def run_script(
+    script: Path, device: str, time_limit_s: float | None = None, fail_quietly: bool = False
+) -> Recorded | None:
+    """Run the script as the recording procedure does; a script that never calls main_ppo is refused
+    (with `fail_quietly`, None: the other device's run, only asked whether it clears the proxies)."""
+    if not script.is_file():
+        raise UserError(f"{script}: no such file (give a bash launch script or a .txt list of overrides)")
+    bash = shutil.which("bash", path="/usr/bin:/bin")
+    if bash is None:
+        raise UserError("bash is not installed here; import a .txt list of overrides instead")
+    with tempfile.TemporaryDirectory(prefix="verl-qwen35-import-") as tmp:
+        root = Path(tmp)
+        record, home, work, bin_dir = root / "record", root / "home", root / "work", root / "bin"
+        for d in (record, home, work):
+            d.mkdir()
+        _write_standins(bin_dir)
+        (root / "hook.sh").write_text(MISSING_HOOK)
+        given = {
+            "PATH": str(bin_dir),
+            "HOME": str(home),
+            "DEVICE": device,
+            "VERL_USE_UV": "0",
+            "LANG": "C.UTF-8",
+            "IMPORT_RECORD": str(record),
+            "BASH_ENV": str(root / "hook.sh"),
+            **dict.fromkeys(PROXIES, DUMMY_PROXY),
+        }
+        time_limit_s = TIME_LIMIT_S if time_limit_s is None else time_limit_s
+        argv = [*_no_network_prefix(), bash, str(script.resolve())]
+        proc = subprocess.Popen(
+            argv, cwd=work, env=given, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            output, _ = proc.communicate(timeout=time_limit_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            if fail_quietly:
+                return None
+            raise UserError(
+                f"{script}: still running after {time_limit_s:g} s without calling {ENTRYPOINT} (stopped); it may "
+                "wait for something (a download, a cluster, input): remove that part, or write the overrides one a "
+                "line into a .txt file and import that"
+            ) from None
+        missing, others = _split(record / "missing"), _split(record / "other_python")
+        if not (record / "args").exists():
+            if fail_quietly:
+                return None
+            did = f"it exited with {proc.returncode}"
+            if missing:
+                did += f" after calling {', '.join(sorted(set(missing)))}, which the importer does not provide"
+            if others:
+                did += f"; it ran `{others[0]}` (the stand-in python3 only records `python3 -m {ENTRYPOINT}`)"
+            tail = output.decode("utf-8", "replace").strip().splitlines()[-3:]
+            raise UserError(
+                f"{script}: never called `python3 -m {ENTRYPOINT}` ({did}). "
+                + (f"Its last output: {' | '.join(tail)}. " if tail else "")
+                + "Make the script call main_ppo without those commands (or set what it asks for), "
+                "or write the overrides one a line into a .txt file and import that"
+            )
+        env = dict(kv.split("=", 1) for kv in _split(record / "env") if "=" in kv)
+        exported = {k: v for k, v in env.items() if k not in BASH_OWN and given.get(k) != v}
+        exported.pop("IMPORT_RECORD", None)
+        for name in PROXIES:  # a proxy the script set itself is one of its exports
+            if env.get(name) == DUMMY_PROXY:
+                exported.pop(name, None)
+        notes = [f"the script called {m}, which is not available while importing" for m in sorted(set(missing))]
+        notes += [f"the script ran `{o}`; the stand-in answered with exit 1" for o in others]
+        unset = not any(env.get(p) == DUMMY_PROXY for p in PROXIES)
+        home_read = "${oc.env:HOME}"  # the temporary HOME, read back as the launching user's
+        args = [a.replace(str(home), home_read) for a in _split(record / "args")]
+        exported = {k: v.replace(str(home), home_read) for k, v in exported.items()}
+        return Recorded(args, exported, unset_proxies=unset, notes=notes)
+
+
+def record(source: Path, device: str) -> Recorded:
+    """A `.txt` file is a list of overrides; anything else is a launch script."""
+    if source.suffix == ".txt":
+        if not source.is_file():
+            raise UserError(f"{source}: no such file")
+        return read_overrides(source)
+    return run_script(source, device)
