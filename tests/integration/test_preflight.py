@@ -60,7 +60,7 @@ MISCONFIGURATIONS = [
     ("preset", "overrides", "key"), MISCONFIGURATIONS, ids=[c[2] + str(i) for i, c in enumerate(MISCONFIGURATIONS)]
 )
 def test_misconfiguration_is_refused_naming_the_key(preset, overrides, key):
-    model, device = preset.split("_")
+    model, device = preset.rsplit("_", 1)
     found = errors([f"model={model}", f"device={device}", *overrides])
     assert found, f"{overrides} was not refused"
     assert named(found, key), f"no error names {key}: {[str(p) for p in found]}"
@@ -97,7 +97,7 @@ OTC = "megatron.override_transformer_config"
 
 
 def _cfg(preset: str, overrides: list[str]):
-    model, device = preset.split("_")
+    model, device = preset.rsplit("_", 1)
     return compose([f"model={model}", f"device={device}", *overrides])
 
 

@@ -72,7 +72,7 @@ def differences(
     lines, gone, seed_env = _seed(combo, recording)
     with initialize_config_dir(str(verl_config_dir()), version_base=None):
         seed = flatten(compose("ppo_trainer", overrides=lines)) | gone
-    model, device = combo.split("_")
+    model, device = combo.rsplit("_", 1)
     cfg = compose_ours([f"model={model}", f"device={device}"])
     ours = flatten(cfg)
     seed.update({f"ENV.{k}": v for k, v in seed_env.items()})

@@ -31,7 +31,7 @@ from verl_qwen35.run.devices import RESOURCE
 
 @cache
 def _resolved(preset: str):
-    model, device = preset.split("_")
+    model, device = preset.rsplit("_", 1)
     cfg = compose([f"model={model}", f"device={device}"])
     OmegaConf.resolve(cfg)
     return cfg
