@@ -36,7 +36,12 @@ MISCONFIGURATIONS = [
     ("397b_gpu", ["parallel.gen_dp=32"], "parallel.gen_dp"),  # 8*32 rollout devices on a world of 128
     ("397b_npu", ["actor_rollout_ref.rollout.expert_parallel_size=128"], "parallel.gen_ep"),  # past parallel.*
     ("35b_gpu", ["megatron.use_remove_padding=true"], "megatron.use_remove_padding"),  # packed GDN
-    ("35b_npu", ["actor_rollout_ref.actor.use_dynamic_bsz=true"], "actor.use_dynamic_bsz"),
+    # the 35B NPU preset packs (verl PR #7372); dynamic batches without packing are still refused
+    (
+        "35b_npu",
+        ["megatron.use_remove_padding=false", "actor_rollout_ref.actor.use_dynamic_bsz=true"],
+        "actor.use_dynamic_bsz",
+    ),
     ("122b_gpu", ["data.train_batch_size=16"], "data.train_batch_size"),  # < mini batch 64
     ("35b_gpu", ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3"], "ppo_micro_batch_size_per_gpu"),
     ("35b_gpu", ["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=null"], "rollout.log_prob_micro"),
