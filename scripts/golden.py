@@ -14,10 +14,10 @@ from pathlib import Path
 from omegaconf import OmegaConf
 
 from verl_qwen35.config import compose
+from verl_qwen35.config.choices import presets
 from verl_qwen35.installed import installed_verl_schema
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
-PRESETS = [(m, d) for m in ("35b", "122b", "397b") for d in ("gpu", "npu")]
 HOME = "/home/user"
 
 
@@ -44,7 +44,7 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=GOLDEN, help="golden root (default: the repo's golden/)")
     args = parser.parse_args()
     stale = []
-    for model, device in PRESETS:
+    for model, device in presets():
         path, text = golden_path(args.dir, model, device), render(model, device)
         if path.is_file() and path.read_text() == text:
             continue

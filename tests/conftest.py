@@ -13,14 +13,18 @@ from hydra.core.hydra_config import HydraConfig
 from hypothesis import settings
 
 from verl_qwen35.cli.main import main
+from verl_qwen35.config.choices import presets
 
-COMBOS = [("35b", "gpu"), ("35b", "npu"), ("122b", "gpu"), ("122b", "npu"), ("397b", "gpu"), ("397b", "npu")]
+COMBOS = presets()
 
 # ../shared/reference/README.md, "Parallel layouts in use":
 # (nnodes, devices_per_node, tp, pp, cp, ep, etp, rollout tp, rollout dp, rollout ep)
 REFERENCE_LAYOUTS = {
     ("35b", "gpu"): (1, 8, 2, 1, 1, 8, 1, 8, 1, 1),
     ("35b", "npu"): (1, 16, 2, 2, 1, 8, 1, 8, 1, 1),
+    # Qwen3.6-35B-A3B: Qwen3.5-35B-A3B's architecture, its layouts (conf/parallel/36_35b_*.yaml).
+    ("36_35b", "gpu"): (1, 8, 2, 1, 1, 8, 1, 8, 1, 1),
+    ("36_35b", "npu"): (1, 16, 2, 2, 1, 8, 1, 8, 1, 1),
     ("122b", "gpu"): (4, 8, 2, 2, 1, 8, 1, 8, 1, 1),
     ("122b", "npu"): (4, 16, 2, 4, 1, 16, 1, 16, 1, 1),
     ("397b", "gpu"): (16, 8, 2, 2, 1, 64, 1, 8, 16, 128),

@@ -11,20 +11,23 @@ from verl_qwen35.config.overrides import parse_overrides
 
 
 def test_our_options_exclude_verls_model_group():
-    assert options("model") == ["122b", "35b", "397b"]
+    assert options("model") == ["122b", "35b", "36_35b", "397b"]
     assert options("device") == ["gpu", "npu"]
 
 
 @pytest.mark.parametrize(
     ("overrides", "named"),
     [
-        (["model=hf_model"], "122b, 35b, 397b"),
-        (["model=480b"], "122b, 35b, 397b"),
+        (["model=hf_model"], "122b, 35b, 36_35b, 397b"),
+        (["model=480b"], "122b, 35b, 36_35b, 397b"),
         (["device=tpu"], "gpu, npu"),
-        (["model=35b,hf_model"], "122b, 35b, 397b"),
-        (["model@actor_rollout_ref.model=35b"], "model=<122b|35b|397b>"),
-        (["model@critic.model=122b"], "model=<122b|35b|397b>"),
-        (["parallel=35b_tpu"], "122b_gpu, 122b_npu, 35b_a2, 35b_gpu, 35b_npu, 397b_gpu, 397b_npu"),
+        (["model=35b,hf_model"], "122b, 35b, 36_35b, 397b"),
+        (["model@actor_rollout_ref.model=35b"], "model=<122b|35b|36_35b|397b>"),
+        (["model@critic.model=122b"], "model=<122b|35b|36_35b|397b>"),
+        (
+            ["parallel=35b_tpu"],
+            "122b_gpu, 122b_npu, 35b_a2, 35b_gpu, 35b_npu, 36_35b_gpu, 36_35b_npu, 397b_gpu, 397b_npu",
+        ),
     ],
 )
 def test_collisions_and_unknown_choices_are_refused_with_the_valid_ones(overrides, named):

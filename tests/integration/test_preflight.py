@@ -36,7 +36,12 @@ MISCONFIGURATIONS = [
     ("397b_gpu", ["parallel.gen_dp=32"], "parallel.gen_dp"),  # 8*32 rollout devices on a world of 128
     ("397b_npu", ["actor_rollout_ref.rollout.expert_parallel_size=128"], "parallel.gen_ep"),  # past parallel.*
     ("35b_gpu", ["megatron.use_remove_padding=true"], "megatron.use_remove_padding"),  # packed GDN
-    ("35b_npu", ["actor_rollout_ref.actor.use_dynamic_bsz=true"], "actor.use_dynamic_bsz"),
+    # the 35B NPU preset packs (verl PR #7372); dynamic batches without packing are still refused
+    (
+        "35b_npu",
+        ["megatron.use_remove_padding=false", "actor_rollout_ref.actor.use_dynamic_bsz=true"],
+        "actor.use_dynamic_bsz",
+    ),
     ("122b_gpu", ["data.train_batch_size=16"], "data.train_batch_size"),  # < mini batch 64
     ("35b_gpu", ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3"], "ppo_micro_batch_size_per_gpu"),
     ("35b_gpu", ["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=null"], "rollout.log_prob_micro"),
@@ -60,7 +65,7 @@ MISCONFIGURATIONS = [
     ("preset", "overrides", "key"), MISCONFIGURATIONS, ids=[c[2] + str(i) for i, c in enumerate(MISCONFIGURATIONS)]
 )
 def test_misconfiguration_is_refused_naming_the_key(preset, overrides, key):
-    model, device = preset.split("_")
+    model, device = preset.rsplit("_", 1)
     found = errors([f"model={model}", f"device={device}", *overrides])
     assert found, f"{overrides} was not refused"
     assert named(found, key), f"no error names {key}: {[str(p) for p in found]}"
@@ -97,7 +102,7 @@ OTC = "megatron.override_transformer_config"
 
 
 def _cfg(preset: str, overrides: list[str]):
-    model, device = preset.split("_")
+    model, device = preset.rsplit("_", 1)
     return compose([f"model={model}", f"device={device}", *overrides])
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from verl_qwen35.checks import device_of, preflight
 from verl_qwen35.config import compose
+from verl_qwen35.config.choices import presets
 from verl_qwen35.validators.real import real_problems
 
 ADD = "+megatron.override_transformer_config"
@@ -313,11 +314,11 @@ ACCEPTED += [
         [f"{ADD}.moe_apply_probs_on_input=true", f"{ADD}.moe_router_topk=1", f"{ADD}.moe_router_pre_softmax=true"],
     ),
 ]
-PUBLISHED = ["35b_gpu", "35b_npu", "122b_gpu", "122b_npu", "397b_gpu", "397b_npu"]
+PUBLISHED = [f"{m}_{d}" for m, d in presets()]
 
 
 def _cfg(preset, overrides):
-    model, device = preset.split("_")
+    model, device = preset.rsplit("_", 1)
     return compose([f"model={model}", f"device={device}", *overrides])
 
 

@@ -24,7 +24,7 @@ E = f"{R}.engine_kwargs.vllm"
 
 def _cfg(preset: str, changes: dict):
     """The preset composed with the changes as command-line overrides (so every key that follows one agrees)."""
-    model, device = preset.split("_")
+    model, device = preset.rsplit("_", 1)
     shown = {True: "true", False: "false"}
     cfg = compose([f"model={model}", f"device={device}", *(f"++{k}={shown.get(v, v)}" for k, v in changes.items())])
     OmegaConf.resolve(cfg)

@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.layout import layout_problems
 from verl_qwen35.config import compose
+from verl_qwen35.config.choices import options
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import GIB, ModelFacts, Settings, estimate, estimate_layout
 
@@ -36,7 +37,7 @@ QWEN35_397B = {
 }
 
 # Published totals and active parameters (the model names: 35B-A3B, 122B-A10B, 397B-A17B).
-PUBLISHED = {"35b": (35e9, 3e9), "122b": (122e9, 10e9), "397b": (397e9, 17e9)}
+PUBLISHED = {"35b": (35e9, 3e9), "36_35b": (35e9, 3e9), "122b": (122e9, 10e9), "397b": (397e9, 17e9)}
 
 
 def resolved(overrides: list[str]):
@@ -272,7 +273,7 @@ def test_kv_per_token_matches_the_reference(model, kib):
 
 LAYOUT_FIELDS = st.fixed_dictionaries(
     {
-        "model": st.sampled_from(["35b", "122b", "397b"]),
+        "model": st.sampled_from(options("model")),
         "nnodes": st.sampled_from([1, 2, 4, 16]),
         "per_node": st.sampled_from([8, 16]),
         "tp": st.sampled_from([1, 2, 4]),

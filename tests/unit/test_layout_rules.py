@@ -13,10 +13,11 @@ from omegaconf import OmegaConf
 
 from verl_qwen35.checks.layout import layout_problems
 from verl_qwen35.checks.rollout import rollout_problems
+from verl_qwen35.config.choices import options
 from verl_qwen35.installed import conf_dir
 from verl_qwen35.model.layout import Layout
 
-ARCH = {name: OmegaConf.load(Path(conf_dir()) / "model" / f"{name}.yaml").model for name in ("35b", "122b", "397b")}
+ARCH = {name: OmegaConf.load(Path(conf_dir()) / "model" / f"{name}.yaml").model for name in options("model")}
 # Tiny made-up models, each with a tp that breaks exactly one head rule (the real ones break several).
 for _name, (_heads, _kv, _lin_k, _lin_v) in {
     "heads_only": (12, 4, 8, 8),  # tp=8: 12 heads do not split; 4 KV heads replicate; 8/8 linear heads split

@@ -176,7 +176,7 @@ ACCEPTED = [
 
 
 def _cfg(preset, overrides):
-    model, device = preset.split("_")
+    model, device = preset.rsplit("_", 1)
     return compose([f"model={model}", f"device={device}", *overrides])
 
 

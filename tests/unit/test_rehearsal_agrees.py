@@ -15,6 +15,7 @@ import pytest
 from tests.commands import verl_qwen35
 from verl_qwen35.checks import preflight
 from verl_qwen35.config import compose
+from verl_qwen35.config.choices import presets
 from verl_qwen35.validators.rehearsal import rehearsal_problems
 
 A = "actor_rollout_ref.actor"
@@ -137,7 +138,7 @@ def test_fast_rules_and_rehearsal_agree(data, overrides, key):
         assert any(key in p.keys for p in real), said
 
 
-PRESETS = [(m, d) for m in ("35b", "122b", "397b") for d in ("gpu", "npu")]
+PRESETS = presets()
 
 
 def _family_overrides(path: Path) -> list[str]:

@@ -31,7 +31,7 @@ from verl_qwen35.run.devices import RESOURCE
 
 @cache
 def _resolved(preset: str):
-    model, device = preset.split("_")
+    model, device = preset.rsplit("_", 1)
     cfg = compose([f"model={model}", f"device={device}"])
     OmegaConf.resolve(cfg)
     return cfg
@@ -373,7 +373,9 @@ def test_packed_sequences_on_npu_are_mindspeeds_and_accepted_whatever_megatron_c
     packed = {"megatron.use_remove_padding": True, f"{ARR}.model.use_remove_padding": True}
     dynamic = {f"{ARR}.actor.use_dynamic_bsz": True, f"{ARR}.ref.log_prob_use_dynamic_bsz": True}
     assert packing_problems(config("35b_npu", **packed, **dynamic), mcore) == []
-    (problem,) = packing_problems(config("35b_npu", **{f"{ARR}.actor.use_dynamic_bsz": True}), mcore)
+    unpacked = {"megatron.use_remove_padding": False, f"{ARR}.rollout.log_prob_use_dynamic_bsz": False}
+    unpacked |= {f"{ARR}.ref.log_prob_use_dynamic_bsz": False, f"{ARR}.actor.use_dynamic_bsz": True}
+    (problem,) = packing_problems(config("35b_npu", **unpacked), mcore)
     assert "set megatron.use_remove_padding=true or" in problem.message
 
 

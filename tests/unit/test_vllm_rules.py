@@ -30,7 +30,7 @@ VERL_09, VERL_08 = (0, 9), (0, 8)
 
 @cache
 def _resolved(preset: str):
-    model, device = preset.split("_")
+    model, device = preset.rsplit("_", 1)
     cfg = compose([f"model={model}", f"device={device}"])
     OmegaConf.resolve(cfg)
     return cfg
@@ -116,7 +116,7 @@ def test_what_vllm_accepts_is_accepted(changes, vllm, verl):
 
 @pytest.mark.parametrize("preset", ["35b_gpu", "35b_npu", "122b_gpu", "122b_npu", "397b_gpu", "397b_npu"])
 def test_every_preset_passes_the_vllm_rules_of_its_device(preset):
-    assert [str(p) for p in vllm_problems(config(preset), preset.split("_")[1])] == []
+    assert [str(p) for p in vllm_problems(config(preset), preset.rsplit("_", 1)[1])] == []
 
 
 def test_a_near_miss_engine_kwarg_gets_a_did_you_mean():

@@ -6,7 +6,11 @@ Upstream:
   auto, disable or resume_path (v1 logs anything else and fails on an unbound folder); resume_path asserts
   `isinstance(resume_from_path, str)` and `"global_step_" in resume_from_path`, then reads the step with
   `int(path.split("global_step_")[-1])` and loads `<path>/actor`; the v0 trainer raises
-  NotImplementedError("load from hdfs is not implemented yet") when `default_hdfs_dir` is set;
+  NotImplementedError("load from hdfs is not implemented yet") when `default_hdfs_dir` is set; auto reads
+  `<default_local_dir>/latest_checkpointed_iteration.txt` with `int(f.read().decode())` and loads
+  `global_step_<N>`, or starts from scratch when that directory is missing (`find_latest_ckpt_path`,
+  verl/utils/checkpoint/checkpoint_manager.py); the checkpoint's layout against the installed verl:
+  checks/checkpoint_layout.py;
 - modes: `RayPPOTrainer.__init__` asserts `actor_rollout_ref.hybrid_engine` (v0); verl 0.9.1's
   `PPOTrainerSeparateAsync.__init__` (`v1/trainer_separate_async.py`) asserts train_batch_size ==
   parameter_sync_step * ppo_mini_batch_size, rollout.nnodes > 0, rollout.n_gpus_per_node > 0 and a
@@ -20,11 +24,15 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_qwen35.checks.problem import Level, Problem, error
+from verl_qwen35.checks.checkpoint_layout import mismatch
+from verl_qwen35.checks.problem import Level, Problem, error, warning
 from verl_qwen35.checks.schedule import parameter_sync_step, uses_v1_trainer
+from verl_qwen35.installed import installed_verl_schema
 
 RESUME_MODES = ("auto", "disable", "resume_path")
 RESUME = "trainer.resume_from_path"
+LOCAL_DIR = "trainer.default_local_dir"
+TRACKER = "latest_checkpointed_iteration.txt"  # get_checkpoint_tracker_filename (verl 0.8.0 and 0.9.1)
 ON_THIS_MACHINE = " [machine check: an error at launch and with dry_run=full]"
 
 
@@ -43,8 +51,8 @@ def resume_problems(cfg: DictConfig, missing: Level = "error") -> list[Problem]:
                 "trainer.resume_mode=disable",
             )
         )
-    if mode != "resume_path":
-        return found
+    if mode == "auto":
+        return found + _latest_problems(cfg)
     path = cfg.trainer.get("resume_from_path")
     if not isinstance(path, str) or "global_step_" not in path:
         return found + [
@@ -62,7 +70,43 @@ def resume_problems(cfg: DictConfig, missing: Level = "error") -> list[Problem]:
     if not actor.is_dir():
         where = ON_THIS_MACHINE if missing == "warning" else ""
         found.append(Problem(missing, (RESUME,), f"{actor} does not exist; verl loads the actor from it{where}"))
+    elif why := mismatch(actor, installed_verl_schema(), Path(path).expanduser().parent):
+        found.append(error((RESUME, "trainer.resume_mode"), f"={path}: {why}"))
     return found
+
+
+def _latest_problems(cfg: DictConfig) -> list[Problem]:
+    """resume_mode=auto: the step the tracker file names, and the layout of its actor, as verl will read them."""
+    root = cfg.trainer.get("default_local_dir")
+    tracker = Path(str(root)).expanduser() / TRACKER if root else None
+    if tracker is None or not tracker.is_file():
+        return []  # nothing saved yet: verl starts from scratch
+    text = tracker.read_text(errors="replace")
+    try:
+        step = int(text)
+    except ValueError:
+        return [
+            error(
+                (LOCAL_DIR, "trainer.resume_mode"),
+                f"={root}: {tracker} holds {text.strip()[:40]!r}, not a step number; verl reads it with int() and "
+                "fails; write the last saved step into it, or set trainer.resume_mode=disable",
+            )
+        ]
+    step_dir = tracker.parent / f"global_step_{step}"
+    if not step_dir.is_dir():
+        return [
+            warning(
+                (LOCAL_DIR, "trainer.resume_mode"),
+                f"={root}: {TRACKER} names step {step} but {step_dir} does not exist; verl would start from "
+                "scratch (resume_mode=auto); point the tracker at a saved step, or set trainer.resume_mode=disable",
+            )
+        ]
+    why = mismatch(step_dir / "actor", installed_verl_schema(), tracker.parent)
+    return (
+        [error((LOCAL_DIR, "trainer.resume_mode"), f"={root}: resume_mode=auto resumes {step_dir}: {why}")]
+        if why
+        else []
+    )
 
 
 def _whole(value: object) -> bool:

@@ -16,7 +16,7 @@ from tabulate import tabulate
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.data import MATRIX_DIR
 from verl_qwen35.installed import detect_device
-from verl_qwen35.run.stack import MatrixError, Verdict, stack_verdicts
+from verl_qwen35.run.stack import MatrixError, Stack, Verdict, installed_version, known_stacks, stack_verdicts
 
 DEVICES = sorted(p.stem for p in MATRIX_DIR.glob("*.yaml"))
 
@@ -27,6 +27,13 @@ def table(verdicts: list[Verdict]) -> str:
         for v in verdicts
     ]
     return tabulate(rows, headers=("component", "installed", "required", "verdict"), tablefmt="plain")
+
+
+def stacks_table(stacks: list[Stack]) -> str:
+    """verl's pinned stacks side by side, with what is installed here."""
+    names = list(dict.fromkeys(name for s in stacks for name in s.pins))
+    rows = [(name, installed_version(name), *(s.pins.get(name, "-") for s in stacks)) for name in names]
+    return tabulate(rows, headers=("component", "installed", *(s.name for s in stacks)), tablefmt="plain")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,17 +53,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         verdicts = stack_verdicts(matrix)
+        stacks = known_stacks(matrix)
     except MatrixError as err:
         print(f"doctor: --matrix {err}", file=sys.stderr)
         return 2
     failing = [v for v in verdicts if not v.ok]
     if args.format == "json":
-        print(json.dumps({"device": device, "ok": not failing, "components": [asdict(v) for v in verdicts]}, indent=2))
+        shown = {"device": device, "ok": not failing, "components": [asdict(v) for v in verdicts]}
+        print(json.dumps(shown | {"stacks": [asdict(s) for s in stacks]}, indent=2))
     else:
         print(f"device={device}; matrix {matrix}")
         print(table(verdicts))
         verdict = "ready to launch" if not failing else f"NOT ready: {', '.join(v.name for v in failing)}"
         print(f"verdict: {verdict}")
+        if stacks:
+            print("\nstacks verl pins (shown, not enforced):")
+            print(stacks_table(stacks))
     return 2 if failing else 0
 
 

@@ -34,6 +34,12 @@ def options(group: str, extra_dirs: Iterable[Path] = ()) -> list[str]:
     return sorted(found)
 
 
+def presets() -> list[tuple[str, str]]:
+    """Every shipped (model, device) pair: each model preset on each device (conf/model x conf/device), the one
+    list goldens, CI and the tests iterate over."""
+    return [(model, device) for model in options("model") for device in options("device")]
+
+
 def values(override: Override) -> list[str]:
     if override.is_sweep_override():
         return [str(v) for v in override.sweep_iterator()]

@@ -159,6 +159,35 @@ def check(c: dict[str, Any]) -> Verdict:
     return verdict
 
 
+@dataclass(frozen=True)
+class Stack:
+    """A stack verl pins (matrix `stacks:`): shown beside what is installed, never enforced."""
+
+    name: str
+    pins: dict[str, str]
+    source: str
+
+
+def known_stacks(path: Path) -> list[Stack]:
+    """The matrix's `stacks:` (none when absent), each a mapping with name, source and pins."""
+    data = load_yaml(path)
+    stacks = data.get("stacks") or [] if isinstance(data, dict) else []
+    ok = isinstance(stacks, list) and all(
+        isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("pins"), dict) for s in stacks
+    )
+    if not ok:
+        raise MatrixError(
+            f"{path}: `stacks:` is a list of mappings with name, source and pins (see {MATRIX_DIR / 'gpu.yaml'})"
+        )
+    return [Stack(s["name"], {str(k): str(v) for k, v in s["pins"].items()}, str(s.get("source", ""))) for s in stacks]
+
+
+def installed_version(name: str) -> str:
+    """What is installed of a stack's component: a pip distribution's version, or CANN's."""
+    found = cann_version()[0] if name == "cann" else dist_version(name)
+    return found or "-"
+
+
 def applies(c: dict[str, Any], verl: str | None) -> bool:
     return not c.get("when_verl") or (verl is not None and satisfies(verl, c["when_verl"]))
 

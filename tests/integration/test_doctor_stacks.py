@@ -1,0 +1,37 @@
+"""`verl-qwen35 doctor` shows verl's pinned stacks (0.8.0, 0.9.1, main) beside what is installed here."""
+
+import json
+from importlib.metadata import version
+
+import pytest
+
+from verl_qwen35.cli import doctor
+
+
+def test_the_gpu_doctor_names_verl_mains_stack_beside_0_9_1_and_0_8_0(capsys):
+    doctor.main(["device=gpu"])
+    out = capsys.readouterr().out
+    header, *rows = out.partition("stacks verl pins")[2].splitlines()[1:]
+    assert header.split()[2:] == ["verl", "0.8.0", "verl", "0.9.1", "verl", "main", "(1dda039b)"]
+    pins = {row.split()[0]: row.split()[1:] for row in rows if row.strip()}
+    # installed, then 0.8.0, 0.9.1, main (verl PR #7973)
+    assert pins["megatron-core"] == [version("megatron-core"), "any", "any", "0.18.0"]
+    assert pins["torch"][1:] == ["2.9.1", "2.11.0", "2.13.0"] and pins["vllm"][-1] == "0.29.0"
+    assert pins["transformers"][-1] == "5.12.1" and pins["sglang"][-1] == "0.5.20"
+    assert pins["megatron-bridge"][-2:] == ["0.5.2", "0.5.2"]
+
+
+def test_the_json_doctor_carries_the_stacks(capsys):
+    doctor.main(["device=npu", "--json"])
+    shown = json.loads(capsys.readouterr().out)
+    (image,) = shown["stacks"]
+    assert image["pins"]["megatron-core"] == "0.16.x" and image["pins"]["vllm-ascend"] == "0.18.0"
+
+
+@pytest.mark.parametrize("stacks", ["stacks: 3\n", "stacks:\n  - pins: {torch: 1}\n"])
+def test_a_matrix_with_a_bad_stacks_list_is_refused_naming_it(tmp_path, capsys, stacks):
+    matrix = tmp_path / "mine.yaml"
+    matrix.write_text("components:\n  - {name: Python, kind: python, require: '>=3', source: me}\n" + stacks)
+    assert doctor.main(["device=gpu", "--matrix", str(matrix)]) == 2
+    err = capsys.readouterr().err
+    assert "`stacks:`" in err and str(matrix) in err and len(err.strip().splitlines()) == 1
