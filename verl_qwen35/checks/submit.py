@@ -19,9 +19,10 @@ from urllib.parse import urlsplit
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_qwen35 import shell
+from verl_qwen35.checks.kuberay import kuberay_problems
 from verl_qwen35.checks.problem import Problem, error
 
-BACKENDS = ("none", "slurm", "ray_job")  # the options of conf/submit/
+BACKENDS = ("none", "slurm", "ray_job", "kuberay")  # the options of conf/submit/
 # Slurm's --time formats (sbatch(1)): minutes, minutes:seconds, hours:minutes:seconds,
 # days-hours, days-hours:minutes, days-hours:minutes:seconds; or no limit.
 _SLURM_TIME = re.compile(r"^(\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2}|UNLIMITED|INFINITE)$", re.IGNORECASE)
@@ -185,7 +186,10 @@ def submit_problems(cfg: DictConfig) -> list[Problem]:
     if backend not in BACKENDS:
         return [
             *found,
-            error("submit.backend", f"submit.backend={backend!r}: use submit=slurm, submit=ray_job or submit=none"),
+            error(
+                "submit.backend",
+                f"submit.backend={backend!r}: use submit=slurm, submit=ray_job, submit=kuberay or submit=none",
+            ),
         ]
     if backend == "none":
         return found
@@ -193,6 +197,8 @@ def submit_problems(cfg: DictConfig) -> list[Problem]:
     _python(s, found)
     if backend == "slurm":
         _slurm(s, found)
+    elif backend == "kuberay":
+        found += kuberay_problems(cfg)
     else:
         _address(s.get("address"), found)
     return found
