@@ -47,8 +47,6 @@ def _label_key(key: str, name: Any, found: list[Problem]) -> None:
 def _selector(s: DictConfig, found: list[Problem]) -> None:
     key = "submit.node_selector"
     chosen = s.get("node_selector")
-    if chosen is None:
-        return
     if not OmegaConf.is_dict(chosen):
         found.append(error(key, f"{key}: a mapping of node labels, e.g. {{accelerator-type: module-a3-16}}"))
         return
@@ -93,9 +91,9 @@ def _storage(s: DictConfig, found: list[Problem]) -> None:
 
 
 def _secrets(s: DictConfig, found: list[Problem]) -> None:
-    secret, names = s.get("secret"), s.get("secret_env")
+    secret, names = s.get("secret_name"), s.get("secret_env")
     if secret is not None:
-        _name("submit.secret", secret, _DNS1123_SUBDOMAIN, 253, "a Secret name (a DNS-1123 subdomain)", found)
+        _name("submit.secret_name", secret, _DNS1123_SUBDOMAIN, 253, "a Secret name (a DNS-1123 subdomain)", found)
     if not OmegaConf.is_list(names):
         found.append(error("submit.secret_env", "submit.secret_env: a list of variable names, e.g. [WANDB_API_KEY]"))
         return
@@ -103,7 +101,9 @@ def _secrets(s: DictConfig, found: list[Problem]) -> None:
         if why := shell.variable_problem(name):
             found.append(error(f"submit.secret_env[{i}]", f"submit.secret_env[{i}]: {why}"))
     if names and secret is None:
-        found.append(error("submit.secret", "submit.secret_env names variables but submit.secret (a Secret) is null"))
+        found.append(
+            error("submit.secret_name", "submit.secret_env names variables but submit.secret_name (a Secret) is null")
+        )
 
 
 def _integer(key: str, value: Any, low: int, found: list[Problem], optional: bool = False) -> None:

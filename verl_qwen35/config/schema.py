@@ -174,10 +174,11 @@ class SubmitKubeRay:
     python: str = "python"
     # Devices a node holds (null: 8 on GPU, 16 on NPU, an A3 node); a pod cannot ask for more.
     node_devices: int | None = None
-    # null: the device's label (nvidia.com/gpu.present / accelerator: huawei-Ascend910).
-    node_selector: dict[str, str] | None = None
-    # A Kubernetes Secret whose keys `secret_env` reads, each into the variable of the same name.
-    secret: str | None = None
+    # Node labels the worker pods need, beside the device's own label (device_label).
+    node_selector: dict[str, str] = field(default_factory=dict)
+    device_label: bool = True
+    # A Kubernetes Secret (by name) whose keys `secret_env` reads, each into the variable of the same name.
+    secret_name: str | None = None
     secret_env: list[str] = field(default_factory=list)
     storage: KubeRayStorage = field(default_factory=KubeRayStorage)
     ttl_seconds_after_finished: int = 600

@@ -8,6 +8,7 @@ checkpoints are where launch.yaml says. Secrets are `secretKeyRef`s to a named S
 The manifest is data (YAML), not shell: only the entrypoint is a command line, written by shell.py.
 """
 
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -47,8 +48,8 @@ def job_name(cfg: DictConfig) -> str:
 
 def node_selector(cfg: DictConfig) -> dict[str, str]:
     resource, _ = ray_device(cfg)
-    chosen = cfg.submit.node_selector
-    return {str(k): str(v) for k, v in chosen.items()} if chosen is not None else dict(NODE_SELECTOR[resource])
+    labels = dict(NODE_SELECTOR[resource]) if cfg.submit.device_label else {}
+    return {**labels, **{str(k): str(v) for k, v in cfg.submit.node_selector.items()}}
 
 
 def pod_env(cfg: DictConfig) -> list[dict[str, Any]]:
@@ -58,7 +59,7 @@ def pod_env(cfg: DictConfig) -> list[dict[str, Any]]:
         {"name": name, "value": value} for name, value in effective_env(cfg).items() if name not in cfg.env.unset
     ]
     env += [
-        {"name": str(name), "valueFrom": {"secretKeyRef": {"name": str(s.secret), "key": str(name)}}}
+        {"name": str(name), "valueFrom": {"secretKeyRef": {"name": str(s.secret_name), "key": str(name)}}}
         for name in s.secret_env
     ]
     return env
@@ -84,7 +85,8 @@ def pod_template(cfg: DictConfig, devices: int) -> dict[str, Any]:
     if devices:
         amount = {DEVICE_RESOURCE[resource]: devices}
         container["resources"] = {"limits": amount, "requests": amount}
-        spec["nodeSelector"] = node_selector(cfg)
+        if selector := node_selector(cfg):
+            spec["nodeSelector"] = selector
     return {"spec": spec}
 
 
@@ -147,8 +149,8 @@ def create(body: dict[str, Any]) -> str:
     """Create the RayJob with the kubernetes client and the user's kubeconfig (or the pod's service account)."""
     from kubernetes import client, config
 
-    try:
-        config.load_kube_config()
+    try:  # KUBECONFIG as it is now: the client reads it only once, at import (kubernetes/config/kube_config.py)
+        config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
     except Exception:  # no kubeconfig: inside a pod, its service account
         config.load_incluster_config()
     created = client.CustomObjectsApi().create_namespaced_custom_object(
