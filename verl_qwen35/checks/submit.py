@@ -176,6 +176,25 @@ def _slurm(s: DictConfig, found: list[Problem]) -> None:
         _strings(f"submit.ray.{name}", ray.get(name), found, word=False)
 
 
+MAX_CHAIN = 100  # a bound on what one submission queues
+
+
+def _chain(cfg: DictConfig, found: list[Problem]) -> None:
+    """A chain resumes each job from the last one's checkpoints: verl's trainer.resume_mode=auto
+    (verl/trainer/ppo/ray_trainer.py `_load_checkpoint`: `disable` starts over, `resume_path` reloads one step)."""
+    chain = cfg.submit.get("chain")
+    _integer("submit.chain", chain, found, 1, MAX_CHAIN)
+    mode = OmegaConf.select(cfg, "trainer.resume_mode", default="auto")
+    if isinstance(chain, int) and chain > 1 and mode != "auto":
+        found.append(
+            error(
+                ("trainer.resume_mode", "submit.chain"),
+                f"submit.chain={chain} but trainer.resume_mode={mode!r}: each job of a chain must resume from the "
+                "checkpoints of the one before; set trainer.resume_mode=auto",
+            )
+        )
+
+
 def submit_problems(cfg: DictConfig) -> list[Problem]:
     """Every unusable `submit.*` value of a submitting config, each naming its key."""
     found = env_problems(cfg)
@@ -197,6 +216,7 @@ def submit_problems(cfg: DictConfig) -> list[Problem]:
     _python(s, found)
     if backend == "slurm":
         _slurm(s, found)
+        _chain(cfg, found)
     elif backend == "kuberay":
         found += kuberay_problems(cfg)
     else:

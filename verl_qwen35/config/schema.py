@@ -149,6 +149,8 @@ class SubmitSlurm:
     python: str = "python"
     container: str | None = None
     mounts: list[str] = field(default_factory=list)
+    # Jobs in a chain, each after the one before (afterany), each resuming from the run's checkpoints.
+    chain: int = 1
     ray: SlurmRay = field(default_factory=SlurmRay)
 
 
