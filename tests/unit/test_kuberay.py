@@ -8,6 +8,7 @@ server on 127.0.0.1 (a kubeconfig in tmp_path points the real kubernetes client 
 import gzip
 import hashlib
 import json
+import os
 import shlex
 import threading
 from functools import cache
@@ -103,9 +104,22 @@ def test_every_preset_writes_a_rayjob_kuberay_accepts(cli, tmp_path, model, devi
         assert env["HCCL_BUFFSIZE"] == cfg["env"]["set"]["HCCL_BUFFSIZE"]
         assert json.loads(json.loads(group["rayStartParams"]["resources"])) == {"NPU": per_node}
     argv = shlex.split(body["spec"]["entrypoint"])
-    assert argv[-4:-2] == ["relaunch", str(record.parent)]
+    assert argv[-4:-2] == ["relaunch", str(record.parent)]  # no --trust-shared: the pods run as the owner
     assert argv[-1] == hashlib.sha256(record.read_bytes()).hexdigest()
     assert body["spec"]["shutdownAfterJobFinishes"] is True
+    pod = group["template"]["spec"]
+    assert pod["securityContext"] == {"runAsUser": os.getuid(), "runAsGroup": os.getgid()}  # reads the 600 record
+
+
+def test_pods_as_the_images_user_relaunch_the_pinned_record_trusting_it(cli, tmp_path):
+    run = kuberay(cli, tmp_path, "submit.run_as_submitter=false", "dry_run=true")
+    assert run.code == 0, run.said
+    body = written(tmp_path)
+    argv = shlex.split(body["spec"]["entrypoint"])
+    record = tmp_path / "shared" / "run" / "launch.yaml"
+    assert argv[-3:] == ["--digest", hashlib.sha256(record.read_bytes()).hexdigest(), "--trust-shared"]
+    assert "securityContext" not in body["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+    assert crd_errors(body) == []
 
 
 def test_secrets_are_references_to_a_named_secret_never_values(cli, tmp_path, monkeypatch):

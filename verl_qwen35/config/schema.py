@@ -183,6 +183,8 @@ class SubmitKubeRay:
     secret_name: str | None = None
     secret_env: list[str] = field(default_factory=list)
     storage: KubeRayStorage = field(default_factory=KubeRayStorage)
+    # Pods run as your uid/gid: they read the run's private launch.yaml and the relaunch trusts it as yours.
+    run_as_submitter: bool = True
     ttl_seconds_after_finished: int = 600
     active_deadline_seconds: int | None = None
 

@@ -82,12 +82,20 @@ def pod_template(cfg: DictConfig, devices: int) -> dict[str, Any]:
         "volumeMounts": [{"name": "shared", "mountPath": str(cfg.submit.storage.mount_path)}],
     }
     spec: dict[str, Any] = {"containers": [container], "volumes": [volume(cfg)]}
+    if cfg.submit.run_as_submitter:  # launch.yaml is mode 600 and the relaunch trusts only its owner's records
+        spec["securityContext"] = {"runAsUser": os.getuid(), "runAsGroup": os.getgid()}
     if devices:
         amount = {DEVICE_RESOURCE[resource]: devices}
         container["resources"] = {"limits": amount, "requests": amount}
         if selector := node_selector(cfg):
             spec["nodeSelector"] = selector
     return {"spec": spec}
+
+
+def entrypoint_argv(cfg: DictConfig, run_dir: Path, launch_digest: str) -> list[str]:
+    """The relaunch of the record as submitted; as another user than its owner, trusting it by its pinned sha256."""
+    argv = [*relaunch_argv(cfg, str(run_dir)), "--digest", launch_digest]
+    return argv if cfg.submit.run_as_submitter else [*argv, "--trust-shared"]
 
 
 def manifest(cfg: DictConfig, run_dir: Path, launch_digest: str) -> dict[str, Any]:
@@ -101,7 +109,7 @@ def manifest(cfg: DictConfig, run_dir: Path, launch_digest: str) -> dict[str, An
         worker_params["resources"] = f'"{{\\"NPU\\": {per_node}}}"'
     nnodes = int(cfg.trainer.nnodes)
     spec: dict[str, Any] = {
-        "entrypoint": shell.command([*relaunch_argv(cfg, str(run_dir)), "--digest", launch_digest]),
+        "entrypoint": shell.command(entrypoint_argv(cfg, run_dir, launch_digest)),
         "submissionMode": "K8sJobMode",
         # One attempt: a failed run is looked at, not retried from scratch by KubeRay (resume is the user's
         # resubmission, which finds the checkpoints on the shared storage).
