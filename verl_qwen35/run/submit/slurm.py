@@ -160,7 +160,10 @@ def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: C
     job_id = sbatch([sbatch_path, "--parsable", str(script)], script)
     jobs = [job_id]
     for _ in range(cfg.submit.chain - 1):  # each after the one before, however it ended (afterany)
-        jobs.append(sbatch([sbatch_path, "--parsable", f"--dependency=afterany:{jobs[-1]}", str(script)], script))
+        try:
+            jobs.append(sbatch([sbatch_path, "--parsable", f"--dependency=afterany:{jobs[-1]}", str(script)], script))
+        except SubmitError as err:
+            raise SubmitError(f"{err}; already queued: job(s) {' '.join(jobs)} (scancel {' '.join(jobs)})") from None
     if len(jobs) > 1:
         print(f"slurm      chained jobs {' -> '.join(jobs)} (each resumes from {cfg.trainer.default_local_dir})")
     print(f"slurm      submitted job {job_id}")
