@@ -279,3 +279,68 @@ def test_the_jobs_api_is_on_the_heads_loopback_and_asks_for_a_token_unless_told(
     assert (found["on_node"], found["on_loopback"], found["agent"]) == (on_node, not on_node, agent), found
     script = (cluster.tmp / "run" / "job.sbatch").read_text()
     assert "RAY_AUTH_TOKEN=" not in script.split("set -euo pipefail")[0], "a token is never written into the script"
+
+
+# A stand-in for the run in a chain (the relaunch itself is tested above): per job, the next line of
+# `plan` says what it does: `preempt` saves step 1 and is then stopped by SIGTERM, as Slurm stops a job at
+# its time limit or on preemption (srun execs it: its parent is the batch script); `finish` saves the last
+# step; `fail` exits 3. Everything else (Ray's start, the wait for every device) runs for real.
+CHAIN_PYTHON = """#!/bin/bash
+if [[ " $* " != *" relaunch "* ]]; then exec {python} "$@"; fi
+calls={tmp}/relaunches
+echo "$SLURM_JOB_ID" >>"$calls"
+action=$(sed -n "$(wc -l <"$calls")p" {tmp}/plan)
+mkdir -p {checkpoints}
+case $action in
+preempt) echo 1 >{checkpoints}/latest_checkpointed_iteration.txt && kill -TERM $PPID && sleep 60 ;;
+finish) echo 2 >{checkpoints}/latest_checkpointed_iteration.txt ;;
+fail) exit 3 ;;
+esac
+"""
+
+
+def chained(cluster: Cluster, plan: list[str]) -> subprocess.CompletedProcess[str]:
+    checkpoints = cluster.tmp / "checkpoints"
+    (cluster.tmp / "plan").write_text("\n".join(plan) + "\n")
+    python = cluster.tmp / "python-chain"
+    python.write_text(CHAIN_PYTHON.format(python=sys.executable, tmp=cluster.tmp, checkpoints=checkpoints))
+    python.chmod(0o755)
+    cluster.overrides = [o for o in cluster.overrides if not o.startswith("submit.python=")]
+    return cluster.submit(
+        f"submit.python={python}",
+        "submit.chain=3",
+        f"trainer.default_local_dir={checkpoints}",
+        "trainer.total_training_steps=2",
+        "device=gpu",
+        "model=35b",
+        "parallel.nnodes=2",
+        "parallel.devices_per_node=4",
+    )
+
+
+def test_a_chain_resumes_after_preemption_and_its_last_job_finds_the_run_done(cluster):
+    run = chained(cluster, ["preempt", "finish"])
+    assert run.returncode == 0, run.stderr
+    run_dir = cluster.tmp / "run"
+    sbatches = [step for step in cluster.step_lines() if step[0] == "sbatch"]
+    assert len(sbatches) == 3
+    assert "chained jobs 4201 -> 4202 -> 4203" in run.stdout
+    script = (run_dir / "job.sbatch").read_text()
+    assert "#SBATCH --requeue" in script
+    assert (cluster.tmp / "relaunches").read_text().split() == ["4201", "4202"]  # the third started nothing
+    first, second, third = [(run_dir / f"slurm-{job}.out").read_text() for job in (4201, 4202, 4203)]
+    assert "chain: resuming from no checkpoint" in first and "job exits with status 143" in first
+    assert "chain: resuming from 1" in second and "job exits with status 0" in second
+    assert "run finished" in third and "Ray head" not in third
+    assert not (run_dir / "chain.failed").exists()
+
+
+def test_a_failure_stops_the_chain_without_starting_ray_again(cluster):
+    run = chained(cluster, ["fail"])
+    assert run.returncode == 0, run.stderr  # the stand-in ran the jobs; sbatch itself succeeded
+    run_dir = cluster.tmp / "run"
+    assert (cluster.tmp / "relaunches").read_text().split() == ["4201"]
+    assert (run_dir / "chain.failed").read_text().strip() == "job 4201 exited with status 3"
+    for job in (4202, 4203):
+        output = (run_dir / f"slurm-{job}.out").read_text()
+        assert "an earlier job of this chain failed" in output and "Ray head" not in output

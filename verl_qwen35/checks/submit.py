@@ -19,9 +19,10 @@ from urllib.parse import urlsplit
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_qwen35 import shell
+from verl_qwen35.checks.kuberay import kuberay_problems
 from verl_qwen35.checks.problem import Problem, error
 
-BACKENDS = ("none", "slurm", "ray_job")  # the options of conf/submit/
+BACKENDS = ("none", "slurm", "ray_job", "kuberay")  # the options of conf/submit/
 # Slurm's --time formats (sbatch(1)): minutes, minutes:seconds, hours:minutes:seconds,
 # days-hours, days-hours:minutes, days-hours:minutes:seconds; or no limit.
 _SLURM_TIME = re.compile(r"^(\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2}|UNLIMITED|INFINITE)$", re.IGNORECASE)
@@ -175,6 +176,25 @@ def _slurm(s: DictConfig, found: list[Problem]) -> None:
         _strings(f"submit.ray.{name}", ray.get(name), found, word=False)
 
 
+MAX_CHAIN = 100  # a bound on what one submission queues
+
+
+def _chain(cfg: DictConfig, found: list[Problem]) -> None:
+    """A chain resumes each job from the last one's checkpoints: verl's trainer.resume_mode=auto
+    (verl/trainer/ppo/ray_trainer.py `_load_checkpoint`: `disable` starts over, `resume_path` reloads one step)."""
+    chain = cfg.submit.get("chain")
+    _integer("submit.chain", chain, found, 1, MAX_CHAIN)
+    mode = OmegaConf.select(cfg, "trainer.resume_mode", default="auto")
+    if isinstance(chain, int) and chain > 1 and mode != "auto":
+        found.append(
+            error(
+                ("trainer.resume_mode", "submit.chain"),
+                f"submit.chain={chain} but trainer.resume_mode={mode!r}: each job of a chain must resume from the "
+                "checkpoints of the one before; set trainer.resume_mode=auto",
+            )
+        )
+
+
 def submit_problems(cfg: DictConfig) -> list[Problem]:
     """Every unusable `submit.*` value of a submitting config, each naming its key."""
     found = env_problems(cfg)
@@ -185,7 +205,10 @@ def submit_problems(cfg: DictConfig) -> list[Problem]:
     if backend not in BACKENDS:
         return [
             *found,
-            error("submit.backend", f"submit.backend={backend!r}: use submit=slurm, submit=ray_job or submit=none"),
+            error(
+                "submit.backend",
+                f"submit.backend={backend!r}: use submit=slurm, submit=ray_job, submit=kuberay or submit=none",
+            ),
         ]
     if backend == "none":
         return found
@@ -193,6 +216,9 @@ def submit_problems(cfg: DictConfig) -> list[Problem]:
     _python(s, found)
     if backend == "slurm":
         _slurm(s, found)
+        _chain(cfg, found)
+    elif backend == "kuberay":
+        found += kuberay_problems(cfg)
     else:
         _address(s.get("address"), found)
     return found

@@ -174,9 +174,52 @@ class SubmitSlurm:
     python: str = "python"
     container: str | None = None
     mounts: list[str] = field(default_factory=list)
+    # Jobs in a chain, each after the one before (afterany), each resuming from the run's checkpoints.
+    chain: int = 1
     ray: SlurmRay = field(default_factory=SlurmRay)
 
 
+@dataclass
+class KubeRayStorage:
+    """Shared storage mounted at `mount_path` in every pod: a PersistentVolumeClaim or a host path."""
+
+    # Where it is mounted; the run directory and trainer.default_local_dir must be under it (the same path as here).
+    mount_path: str | None = None
+    pvc: str | None = None
+    host_path: str | None = None
+
+
+@dataclass
+class SubmitKubeRay:
+    backend: str = "kuberay"
+    # metadata.name of the RayJob; null: from trainer.experiment_name (each job of a sweep has its own).
+    name: str | None = None
+    namespace: str = "default"
+    image: str | None = None
+    # true: create the RayJob with the kubernetes client; false: write it and print the `kubectl apply` line.
+    apply: bool = True
+    python: str = "python"
+    # Devices a node holds (null: 8 on GPU, 16 on NPU, an A3 node); a pod cannot ask for more.
+    node_devices: int | None = None
+    # Node labels the worker pods need, beside the device's own label (device_label).
+    node_selector: dict[str, str] = field(default_factory=dict)
+    device_label: bool = True
+    # A Kubernetes Secret (by name) whose keys `secret_env` reads, each into the variable of the same name.
+    secret_name: str | None = None
+    secret_env: list[str] = field(default_factory=list)
+    storage: KubeRayStorage = field(default_factory=KubeRayStorage)
+    # Pods run as your uid/gid: they read the run's private launch.yaml and the relaunch trusts it as yours.
+    run_as_submitter: bool = True
+    ttl_seconds_after_finished: int = 600
+    active_deadline_seconds: int | None = None
+
+
+SUBMIT_NODES = {
+    "submit_none": SubmitNone,
+    "submit_ray_job": SubmitRayJob,
+    "submit_slurm": SubmitSlurm,
+    "submit_kuberay": SubmitKubeRay,
+}
 SCHEMA_GROUP = "verl_qwen35_schema"
 # Our top-level nodes; the rest of the config is verl's own. `dry_run` is false, true or "full": a bool
 # or a string, which OmegaConf cannot type as one (run/job.py's mode_of checks it).
@@ -188,5 +231,5 @@ def register_schema() -> None:
     store = ConfigStore.instance()
     for name, node in NODES.items():
         store.store(group=SCHEMA_GROUP, name=name, node=node, package=name)
-    for name, node in (("submit_none", SubmitNone), ("submit_ray_job", SubmitRayJob), ("submit_slurm", SubmitSlurm)):
+    for name, node in SUBMIT_NODES.items():
         store.store(group=SCHEMA_GROUP, name=name, node=node)

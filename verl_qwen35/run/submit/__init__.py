@@ -1,4 +1,4 @@
-"""Submission to a cluster (`submit=slurm|ray_job`), after the preflight.
+"""Submission to a cluster (`submit=slurm|ray_job|kuberay`), after the preflight.
 
 What runs on the cluster is `python -m verl_qwen35 relaunch <run dir>`, reading the run
 directory's launch.yaml: a submitted run and a relaunch are the same thing. Ray and the
@@ -11,6 +11,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from verl_qwen35.run.submit.base import BACKENDS, SubmitError, ray_device, relaunch_argv, submitting
+from verl_qwen35.run.submit.kuberay import submit_kuberay
 from verl_qwen35.run.submit.ray_job import submit_ray_job
 from verl_qwen35.run.submit.slurm import submit_slurm
 
@@ -28,4 +29,8 @@ def submit(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callabl
         return submit_slurm(cfg, run_dir, dry, write_launch_file)
     if backend == "ray_job":
         return submit_ray_job(cfg, run_dir, dry, write_launch_file)
-    raise SubmitError(f"submit.backend={backend!r}: use submit=slurm or submit=ray_job (or submit=none to launch here)")
+    if backend == "kuberay":
+        return submit_kuberay(cfg, run_dir, dry, write_launch_file)
+    raise SubmitError(
+        f"submit.backend={backend!r}: use submit=slurm, submit=ray_job or submit=kuberay (submit=none: launch here)"
+    )

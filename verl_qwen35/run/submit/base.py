@@ -6,7 +6,7 @@ from omegaconf import DictConfig
 
 from verl_qwen35.checks import device_of
 
-BACKENDS = ("none", "slurm", "ray_job")
+BACKENDS = ("none", "slurm", "ray_job", "kuberay")
 
 
 class SubmitError(Exception):

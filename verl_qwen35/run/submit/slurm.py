@@ -15,6 +15,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from verl_qwen35 import shell
+from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import digest
 from verl_qwen35.run.private_files import write_private
@@ -22,6 +23,7 @@ from verl_qwen35.run.submit.base import SubmitError, ray_device
 
 TEMPLATE = Path(__file__).with_name("job.sbatch")
 SCRIPT = "job.sbatch"
+FAILED = "chain.failed"  # job.sbatch writes it when a job of a chain fails; the later ones stop at it
 
 
 def sbatch_options(cfg: DictConfig, run_dir: Path) -> list[str]:
@@ -40,6 +42,8 @@ def sbatch_options(cfg: DictConfig, run_dir: Path) -> list[str]:
         options.append(f"--cpus-per-task={s.cpus_per_node}")
     if s.exclusive:
         options.append("--exclusive")
+    if s.chain > 1:
+        options.append("--requeue")  # a preempted job of a chain goes back to the queue
     options += [f"--{key}={s[key]}" for key in ("partition", "account", "time") if s[key] is not None]
     return options + [str(option) for option in s.sbatch]
 
@@ -75,6 +79,9 @@ def settings(cfg: DictConfig, run_dir: Path, launch_digest: str) -> list[str]:
         "RAY_CLIENT_SERVER_PORT": int(ray.client_server_port),
         "RAY_INTERFACE": ray.interface or "",
         "RAY_WAIT_TIMEOUT": int(ray.wait_timeout),
+        "CHAIN": int(s.chain),
+        "CHECKPOINT_DIR": str(cfg.trainer.default_local_dir),
+        "TOTAL_STEPS": "" if (total := run_steps(cfg)) is None else total,  # empty: unknown here
     }
     arrays = {
         "RAY_DEVICE_ARGS": device_args,
@@ -98,6 +105,25 @@ def settings(cfg: DictConfig, run_dir: Path, launch_digest: str) -> list[str]:
     return lines
 
 
+def run_steps(cfg: DictConfig) -> int | None:
+    """The run's trainer steps as verl counts them (checks/schedule.py), or None when the data is not readable."""
+    return training_steps(cfg, train_rows(cfg)).total
+
+
+def sbatch(command: list[str], script: Path) -> str:
+    """Run `sbatch --parsable ...` and return the job id it prints."""
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SubmitError(
+            f"`sbatch {script}` failed (exit {done.returncode}): {done.stderr.strip() or done.stdout.strip()}; "
+            "check submit.partition, submit.account, submit.time and submit.sbatch"
+        )
+    job_id = done.stdout.strip().split(";")[0]  # --parsable: "<id>" or "<id>;<cluster>"
+    if not job_id.isdigit():
+        raise SubmitError(f"`sbatch --parsable {script}` printed no job id: {done.stdout.strip()!r}")
+    return job_id
+
+
 def render(cfg: DictConfig, run_dir: Path, launch_digest: str) -> str:
     """The whole script; shell.UnsafeValue for a value the preflight did not refuse (it refuses them all)."""
     text = TEMPLATE.read_text()
@@ -113,8 +139,8 @@ def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: C
             f"the run directory {str(run_dir)!r} holds whitespace, a quote or '#', which an `#SBATCH` line cannot "
             "carry; set hydra.run.dir (hydra.sweep.dir in a sweep) to a path without them"
         )
-    sbatch = None if dry else shutil.which("sbatch")
-    if not dry and sbatch is None:
+    sbatch_path = None if dry else shutil.which("sbatch")
+    if not dry and sbatch_path is None:
         raise SubmitError(
             "submit=slurm: the `sbatch` command is not on PATH; submit from a Slurm login node, "
             "or add dry_run=true to only write the run's launch.yaml and job.sbatch"
@@ -127,18 +153,19 @@ def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: C
     script = run_dir / SCRIPT
     write_private(script, render(cfg, run_dir, digest(record)))
     print(f"slurm      {script} ({cfg.trainer.nnodes} node(s); relaunches {run_dir})")
-    if sbatch is None:
+    if sbatch_path is None:
         print(f"slurm      dry run, not submitted; to submit: sbatch {script}")
         return None
-    done = subprocess.run([sbatch, "--parsable", str(script)], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise SubmitError(
-            f"`sbatch {script}` failed (exit {done.returncode}): {done.stderr.strip() or done.stdout.strip()}; "
-            "check submit.partition, submit.account, submit.time and submit.sbatch"
-        )
-    job_id = done.stdout.strip().split(";")[0]  # --parsable: "<id>" or "<id>;<cluster>"
-    if not job_id.isdigit():
-        raise SubmitError(f"`sbatch --parsable {script}` printed no job id: {done.stdout.strip()!r}")
+    (run_dir / FAILED).unlink(missing_ok=True)  # a new submission starts a new chain
+    job_id = sbatch([sbatch_path, "--parsable", str(script)], script)
+    jobs = [job_id]
+    for _ in range(cfg.submit.chain - 1):  # each after the one before, however it ended (afterany)
+        try:
+            jobs.append(sbatch([sbatch_path, "--parsable", f"--dependency=afterany:{jobs[-1]}", str(script)], script))
+        except SubmitError as err:
+            raise SubmitError(f"{err}; already queued: job(s) {' '.join(jobs)} (scancel {' '.join(jobs)})") from None
+    if len(jobs) > 1:
+        print(f"slurm      chained jobs {' -> '.join(jobs)} (each resumes from {cfg.trainer.default_local_dir})")
     print(f"slurm      submitted job {job_id}")
     print(f"log        {run_dir}/slurm-{job_id}.out (Ray: {run_dir}/slurm-{job_id}/ray-*.log)")
     return job_id
