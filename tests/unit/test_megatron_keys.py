@@ -127,3 +127,18 @@ def test_without_megatron_core_the_ascend_images_0_16_is_assumed_and_said(monkey
         )
     finally:
         installed_mcore.cache_clear()  # read again with the real sys.path by the next caller
+
+
+def test_a_megatron_core_newer_than_every_shipped_list_gets_a_warning_not_a_refusal():
+    """megatron-core 0.18 (verl main's pin) may add fields 0.16's list lacks: refusing them would refuse
+    real settings; dry_run=full builds the installed TransformerConfig and judges them."""
+    cfg = compose(["model=35b", "device=gpu", "+megatron.override_transformer_config.a_field_of_a_newer_release=1"])
+    key = "megatron.override_transformer_config.a_field_of_a_newer_release"
+    (listed,) = override_key_problems(cfg, "gpu", mcore=(0, 16))
+    assert (listed.level, listed.keys) == ("error", (key,))
+    (newer,) = override_key_problems(cfg, "gpu", mcore=(0, 18))
+    assert (newer.level, newer.keys) == ("warning", (key,))
+    assert "0.16's TransformerConfig" in newer.message and "dry_run=full" in newer.message
+    # A MindSpeed key on GPU stays an error whatever the release: stock megatron-core never has it.
+    cfg = compose(["model=35b", "device=npu"])
+    assert {p.level for p in override_key_problems(cfg, "gpu", mcore=(0, 18))} == {"error"}

@@ -12,7 +12,7 @@ from functools import cache
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.checks.problem import Problem, error, warning
 from verl_qwen35.checks.transformer import type_problems
 from verl_qwen35.config.yaml_files import load_json_object
 from verl_qwen35.data import UPSTREAM_DIR
@@ -73,10 +73,17 @@ def mindspeed_keys() -> frozenset[str]:
 MINDSPEED_KEYS = mindspeed_keys()
 
 
-def override_key_problems(cfg: DictConfig, device: str, fields: frozenset[str] | None = None) -> list[Problem]:
+def override_key_problems(
+    cfg: DictConfig, device: str, fields: frozenset[str] | None = None, mcore: tuple[int, int] | None = None
+) -> list[Problem]:
+    """Unknown keys are refused by the field list of the megatron-core in use. A release newer than every
+    shipped list (0.18 with only 0.16's shipped) may have fields the list lacks: there an unknown key is a
+    warning, and `dry_run=full` judges it against the installed class."""
     key = "megatron.override_transformer_config"
     fields = transformer_config_fields() if fields is None else fields
-    _, shown = mcore_in_use()
+    version, shown = mcore_in_use() if mcore is None else (mcore, f"{mcore[0]}.{mcore[1]} (installed)")
+    newest = shipped_versions()[-1]
+    unlisted = version > newest  # no field list of this release ships here
     valid = fields | MINDSPEED_KEYS if device == "npu" else fields
     found = []
     for name in cfg.megatron.override_transformer_config:
@@ -93,6 +100,17 @@ def override_key_problems(cfg: DictConfig, device: str, fields: frozenset[str] |
             continue
         close = difflib.get_close_matches(name, sorted(valid), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""
+        if unlisted:
+            listed = f"{newest[0]}.{newest[1]}"
+            found.append(
+                warning(
+                    f"{key}.{name}",
+                    f"is not a field of megatron-core {listed}'s TransformerConfig, the newest field list shipped "
+                    f"here; megatron-core {shown} may have it: dry_run=full checks it against the installed "
+                    f"class{hint}",
+                )
+            )
+            continue
         found.append(error(f"{key}.{name}", f"is not a field of megatron-core {shown} TransformerConfig{hint}"))
     return found
 
