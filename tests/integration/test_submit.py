@@ -191,3 +191,17 @@ def test_diff_compares_submit_options_key_by_key(capsys):
     diff = json.loads(capsys.readouterr().out)
     assert diff["changed"] == {"submit.partition": {"a": None, "b": "a100"}}
     assert not diff["added"] and not diff["removed"]
+
+
+@pytest.mark.parametrize(
+    ("backend", "override", "option"),
+    [("slurm", "submit.slurm.chain=3", "chain"), ("kuberay", "submit.kuberay.apply=false", "apply")],
+)
+def test_a_backend_named_again_in_a_submit_key_is_answered_with_where_its_options_sit(cli, backend, override, option):
+    """`submit=slurm` puts its options directly under `submit` (submit.chain, submit.partition): a user who
+    writes `submit.slurm.chain` is told so, exit 2, before anything is written."""
+    outcome = cli(f"submit={backend}", override, "dry_run=true")
+    assert outcome.code == 2
+    assert f"the options of submit={backend} sit directly under submit" in outcome.said
+    assert option in outcome.said and "Traceback" not in outcome.said
+    assert not any(Path.cwd().rglob("launch.yaml"))

@@ -48,6 +48,10 @@ def did_you_mean(cause: ConfigAttributeError | ConfigKeyError, value: object = N
     close = difflib.get_close_matches(key, siblings, n=3, cutoff=0.6)
     where = f"under {prefix.rstrip('.')}" if prefix else "at the top level"
     message = f"{full_key}: no such key {where}"
+    if OmegaConf.is_dict(parent) and key == parent.get("backend"):  # submit.slurm.chain for submit.chain
+        message += f"; the options of {prefix.rstrip('.')}={key} sit directly under {prefix.rstrip('.')}"
+        message += f" (write {prefix}<option>=...; options: {', '.join(sorted(siblings))})"
+        return message
     if close:
         message += f"; did you mean {', '.join(f'`{prefix}{c}`' for c in close)}?"
         # The verl keys a `parallel.*` key feeds (checks/parity.py): the layout is set there, once.
