@@ -100,8 +100,17 @@ REFUSED = [
     ("397b_npu", ["parallel.vpp=3"], "parallel.vpp"),
     # verl actor: per-rank mini-batch share (32*5/4=40) must divide by the micro-batch size
     ("35b_gpu", [f"{ARR}.actor.ppo_micro_batch_size_per_gpu=3"], "ppo_micro_batch_size_per_gpu"),
-    # per-rank share of 160 sequences over dp 4 (=40) by 6
-    ("35b_npu", [f"{ARR}.rollout.log_prob_micro_batch_size_per_gpu=6"], "log_prob_micro_batch_size_per_gpu"),
+    # per-rank share of 160 sequences over dp 4 (=40) by 6 (the preset runs dynamic batches, as verl main's
+    # recipe does, where the micro-batch size is not used: fixed batches here)
+    (
+        "35b_npu",
+        [
+            f"{ARR}.rollout.log_prob_micro_batch_size_per_gpu=6",
+            f"{ARR}.rollout.log_prob_use_dynamic_bsz=false",
+            f"{ARR}.actor.use_dynamic_bsz=false",
+        ],
+        "log_prob_micro_batch_size_per_gpu",
+    ),
     ("397b_npu", [f"{ARR}.actor.ppo_micro_batch_size_per_gpu=0"], "ppo_micro_batch_size_per_gpu"),
     # verl rollout config: n >= 1
     ("122b_gpu", [f"{ARR}.rollout.n=0"], "rollout.n"),
@@ -344,7 +353,15 @@ REAL_REFUSED = [
     ("35b_gpu", [f"{ADD}.moe_router_num_groups=7", f"{ADD}.moe_router_group_topk=4"], "moe_router_num_groups"),
     ("35b_gpu", [f"{ADD}.distribute_saved_activations=true"], "distribute_saved_activations"),
     ("35b_npu", [f"{ADD}.account_for_embedding_in_pipeline_split=true"], "account_for_embedding_in_pipeline_split"),
-    ("35b_npu", [f"{ARR}.rollout.log_prob_micro_batch_size_per_gpu=6"], "log_prob_micro_batch_size_per_gpu"),
+    (
+        "35b_npu",
+        [
+            f"{ARR}.rollout.log_prob_micro_batch_size_per_gpu=6",
+            f"{ARR}.rollout.log_prob_use_dynamic_bsz=false",
+            f"{ARR}.actor.use_dynamic_bsz=false",
+        ],
+        "log_prob_micro_batch_size_per_gpu",
+    ),
 ]
 
 

@@ -247,7 +247,7 @@ def test_light_install_dry_runs_prints_sweeps_and_diffs(light: Light, tmp_path: 
     done = _light_run(light, "device=npu", "model=122b", "dry_run=true", cwd=tmp_path)
     assert done.returncode == 0 and _DRY_RUN_OK.search(done.stdout), done.stdout + done.stderr
     assert "tp=2 pp=4" in done.stdout
-    printed = _light_run(light, "device=npu", "model=122b", "--cfg", "job", "-p", "parallel", cwd=tmp_path)
+    printed = _light_run(light, "device=npu", "model=122b", "--cfg", "job", "--resolve", "-p", "parallel", cwd=tmp_path)
     assert printed.returncode == 0 and "devices_per_node: 16" in printed.stdout, printed.stderr
     sweep = _light_run(light, "-m", "device=npu,gpu", "model=35b", "dry_run=true", cwd=tmp_path)
     assert sweep.returncode == 0 and "2 valid, 0 refused" in sweep.stdout, sweep.stdout + sweep.stderr
