@@ -11,11 +11,14 @@ import pytest
 from verl_qwen35.checks import device_of, preflight
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import presets
+from verl_qwen35.installed import installed_verl_schema
 from verl_qwen35.validators.real import real_problems
 
 ADD = "+megatron.override_transformer_config"
 M = "megatron.override_transformer_config"
 ARR = "actor_rollout_ref"
+VERL_0_9 = installed_verl_schema() == "v0_9"
+SMALL_TOKEN_BUDGET = [f"{ARR}.rollout.max_num_batched_tokens=1000", f"{ARR}.rollout.enable_chunked_prefill=false"]
 
 # (model_device, overrides, key the refusal must name); the comment names the upstream line that decides it.
 REFUSED = [
@@ -314,8 +317,9 @@ ACCEPTED += [
     ("122b_npu", [f"{ADD}.sequence_parallel=false"]),
     ("35b_gpu", [f"{M}.recompute_granularity=null"]),
     ("122b_gpu", [f"{ADD}.add_bias_linear=false", f"{ADD}.normalization=RMSNorm"]),
-    # vllm_async_server.py _validate_configs only warns and raises max_num_batched_tokens itself
-    ("35b_gpu", [f"{ARR}.rollout.max_num_batched_tokens=1000", f"{ARR}.rollout.enable_chunked_prefill=false"]),
+    # verl 0.9 vllm_async_server.py _validate_configs only warns and raises max_num_batched_tokens itself
+    # (verl 0.8 passes it on to vLLM, which refuses it: test_verl_0_8_passes_a_small_token_budget_to_vllm)
+    *([("35b_gpu", SMALL_TOKEN_BUDGET)] if VERL_0_9 else []),
     ("35b_gpu", [f"{M}.recompute_granularity=selective", f"{M}.recompute_num_layers=null"]),
     ("35b_gpu", ["+megatron.override_ddp_config.grad_reduce_in_fp32=true"]),
     (
@@ -431,3 +435,11 @@ def test_heldout_full_dry_run_accepts_fp8_on_gpu(cli, tmp_path):
     )
     assert said.code == 0, said.said
     assert "TransformerConfig and layer split (megatron-core's own), verl micro-batches: OK" in said.said
+
+
+@pytest.mark.skipif(VERL_0_9, reason="verl 0.9 raises max_num_batched_tokens to max_model_len itself")
+def test_verl_0_8_passes_a_small_token_budget_to_vllm():
+    """verl 0.8.0's vllm_async_server.py hands rollout.max_num_batched_tokens to vLLM unchanged; with
+    chunked prefill off vLLM's SchedulerConfig refuses a budget below max_model_len."""
+    found = [p for p in preflight(_cfg("35b_gpu", SMALL_TOKEN_BUDGET), machine_missing="warning") if p.level == "error"]
+    assert any(f"{ARR}.rollout.max_num_batched_tokens" in p.keys for p in found), [str(p) for p in found]
