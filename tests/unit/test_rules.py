@@ -10,11 +10,11 @@ import copy
 import dataclasses
 import math
 import re
-from functools import cache
 
 import pytest
 from omegaconf import OmegaConf, open_dict
 
+from tests.configs import config, resolved
 from verl_qwen35.checks import bad_value_problems, device_of, preflight
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
 from verl_qwen35.checks.layout import KEYS, layers_per_stage, sequence_parallel_problems
@@ -27,22 +27,6 @@ from verl_qwen35.errors import UserError
 from verl_qwen35.model.layout import Layout, divisors
 from verl_qwen35.model.pipeline import Split, chunk_layers, split_problems, stage_layers
 from verl_qwen35.run.devices import RESOURCE
-
-
-@cache
-def _resolved(preset: str):
-    model, device = preset.rsplit("_", 1)
-    cfg = compose([f"model={model}", f"device={device}"])
-    OmegaConf.resolve(cfg)
-    return cfg
-
-
-def config(preset: str = "35b_gpu", **changes):
-    """A resolved preset with `changes` ({"a.b.c": value}) applied, as preflight sees a config."""
-    cfg = copy.deepcopy(_resolved(preset))
-    for key, value in changes.items():
-        OmegaConf.update(cfg, key, value, merge=False, force_add=True)
-    return cfg
 
 
 def untyped(cfg):
@@ -315,7 +299,7 @@ def test_prompt_plus_response_must_fit_max_model_len_exactly_fitting_passes(key)
 
 def test_without_any_max_model_len_the_checkpoints_positions_are_the_budget():
     """verl hands vLLM no max_model_len, so vLLM's context is max_position_embeddings (vllm_async_server.py)."""
-    ceiling = _resolved("35b_gpu").model.max_position_embeddings
+    ceiling = resolved("35b_gpu").model.max_position_embeddings
     unset = {ROLLOUT_LEN: None, ENGINE_LEN: None, "data.max_prompt_length": 1000}
     assert _lengths(**unset, **{"data.max_response_length": ceiling - 1000}) == []
     (problem,) = _lengths(**unset, **{"data.max_response_length": ceiling - 999})
@@ -339,14 +323,14 @@ def test_a_rollout_max_model_len_below_prompt_plus_response_is_refused_even_with
 
 @pytest.mark.parametrize("key", [ROLLOUT_LEN, ENGINE_LEN])
 def test_max_model_len_beyond_the_checkpoints_positions_is_refused_under_its_own_key(key):
-    ceiling = _resolved("35b_gpu").model.max_position_embeddings
+    ceiling = resolved("35b_gpu").model.max_position_embeddings
     other = ENGINE_LEN if key == ROLLOUT_LEN else ROLLOUT_LEN
     (problem,) = _lengths(**{other: None, key: ceiling + 1})
     assert problem.keys == (key,) and f"max_position_embeddings={ceiling}" in problem.message
 
 
 def test_max_model_len_beyond_the_checkpoints_positions_is_refused_and_equal_passes():
-    ceiling = _resolved("35b_gpu").model.max_position_embeddings
+    ceiling = resolved("35b_gpu").model.max_position_embeddings
     assert _lengths(**{ROLLOUT_LEN: None, ENGINE_LEN: ceiling}) == []
     (problem,) = _lengths(**{ROLLOUT_LEN: None, ENGINE_LEN: ceiling + 1})
     assert problem.keys == (ENGINE_LEN,)
@@ -454,7 +438,7 @@ def test_weights_of_another_size_than_the_model_preset_are_refused(preset, path,
 def test_rollout_pipeline_parallelism_is_refused_for_vllm_and_sglang(engine, refused):
     from verl_qwen35.checks.rollout import rollout_problems
 
-    arch = _resolved("35b_gpu").model
+    arch = resolved("35b_gpu").model
     two_stages = Layout(1, 8, 2, 1, 1, 8, 1, None, gen_tp=4, gen_dp=1, gen_pp=2, gen_ep=1)
     found = rollout_problems(two_stages, arch, engine)
     assert bool(found) is refused, [str(p) for p in found]
@@ -471,7 +455,7 @@ def test_rollout_expert_parallel_is_1_or_tp_times_dp(gen_ep, refused):
     from verl_qwen35.checks.rollout import rollout_problems
 
     layout = Layout(1, 8, 2, 1, 1, 8, 1, None, gen_tp=4, gen_dp=2, gen_pp=1, gen_ep=gen_ep)
-    found = rollout_problems(layout, _resolved("35b_gpu").model, "vllm")
+    found = rollout_problems(layout, resolved("35b_gpu").model, "vllm")
     assert bool(found) is refused
     if refused:
         assert found[0].keys[0] == "parallel.gen_ep (actor_rollout_ref.rollout.expert_parallel_size)"
@@ -485,7 +469,7 @@ def test_a_rollout_replica_of_more_than_a_node_must_span_whole_nodes(gen_dp, ref
     from verl_qwen35.checks.rollout import rollout_problems
 
     layout = Layout(3, 8, 2, 1, 1, 8, 1, None, gen_tp=4, gen_dp=gen_dp, gen_pp=1, gen_ep=1)
-    found = rollout_problems(layout, _resolved("35b_gpu").model, "vllm")
+    found = rollout_problems(layout, resolved("35b_gpu").model, "vllm")
     assert bool(found) is refused, [str(p) for p in found]
     if refused:
         (problem,) = found

@@ -2,13 +2,11 @@
 `vllm serve` argument lists against the installed verl's own launch code."""
 
 import ast
-import copy
-from functools import cache
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
+from tests.configs import config
 from verl_qwen35.checks.vllm import (
     VllmInUse,
     engine_arguments,
@@ -19,28 +17,12 @@ from verl_qwen35.checks.vllm import (
     verl_minor,
     vllm_problems,
 )
-from verl_qwen35.config import compose
 from verl_qwen35.installed import ASSUMED_VLLM, installed_vllm, verl_config_dir
 
 R = "actor_rollout_ref.rollout"
 E = f"{R}.engine_kwargs.vllm"
 V024, V018 = VllmInUse((0, 24, 0), False), VllmInUse((0, 18, 0), False)
 VERL_09, VERL_08 = (0, 9), (0, 8)
-
-
-@cache
-def _resolved(preset: str):
-    model, device = preset.rsplit("_", 1)
-    cfg = compose([f"model={model}", f"device={device}"])
-    OmegaConf.resolve(cfg)
-    return cfg
-
-
-def config(preset: str = "35b_gpu", **changes):
-    cfg = copy.deepcopy(_resolved(preset))
-    for key, value in changes.items():
-        OmegaConf.update(cfg, key, value, merge=False, force_add=True)
-    return cfg
 
 
 def refused(found) -> dict[str, str]:
