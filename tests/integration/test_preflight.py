@@ -42,6 +42,8 @@ MISCONFIGURATIONS = [
         ["megatron.use_remove_padding=false", "actor_rollout_ref.actor.use_dynamic_bsz=true"],
         "actor.use_dynamic_bsz",
     ),
+    # verl's actor worker asserts its training and log-prob passes share the dynamic-batch switch
+    ("35b_npu", ["actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=false"], "rollout.log_prob_use_dynamic_bsz"),
     ("122b_gpu", ["data.train_batch_size=16"], "data.train_batch_size"),  # < mini batch 64
     ("35b_gpu", ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3"], "ppo_micro_batch_size_per_gpu"),
     ("35b_gpu", ["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=null"], "rollout.log_prob_micro"),

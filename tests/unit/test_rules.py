@@ -129,8 +129,42 @@ def test_micro_batch_unset_without_dynamic_batch_size_is_refused():
     cfg = config(**{key: None, "actor_rollout_ref.actor.use_dynamic_bsz": False})
     (problem,) = [p for p in batch_problems(cfg, _layout(cfg), uses_reference(cfg)) if p.keys == (key,)]
     assert "is not set and dynamic batch size is off" in problem.message
-    cfg = config(**{key: None, "actor_rollout_ref.actor.use_dynamic_bsz": True})
+    dynamic = {
+        "actor_rollout_ref.actor.use_dynamic_bsz": True,
+        "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz": True,
+    }
+    cfg = config(**{key: None, **dynamic})
     assert batch_problems(cfg, _layout(cfg), uses_reference(cfg)) == []
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_the_actors_training_and_log_prob_passes_need_one_dynamic_batch_switch(training):
+    """verl's ActorRolloutRefWorker.init_model asserts actor.use_dynamic_bsz == rollout.log_prob_use_dynamic_bsz."""
+    cfg = config(
+        **{
+            "actor_rollout_ref.actor.use_dynamic_bsz": training,
+            "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz": not training,
+        }
+    )
+    (problem,) = [p for p in batch_problems(cfg, _layout(cfg), uses_reference(cfg)) if "use_dynamic_bsz" in p.keys[0]]
+    assert problem.keys[0] == "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz"
+    assert f"set actor_rollout_ref.rollout.log_prob_use_dynamic_bsz={str(training).lower()}" in problem.message
+
+
+def test_the_refs_log_prob_micro_batch_is_checked_when_only_the_actor_runs_dynamic_batches():
+    """The ref has its own engine and switch (engine_workers.py: ref.use_dynamic_bsz = ref.log_prob_use_dynamic_bsz)."""
+    key = "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"
+    cfg = config(
+        **{
+            "actor_rollout_ref.actor.use_dynamic_bsz": True,
+            "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz": True,
+            "actor_rollout_ref.actor.use_kl_loss": True,
+            "actor_rollout_ref.ref.log_prob_use_dynamic_bsz": False,
+            key: 7,
+        }
+    )
+    (problem,) = batch_problems(cfg, _layout(cfg), uses_reference(cfg))
+    assert problem.keys[0] == key and "do not split into DP=" in problem.message
 
 
 def test_log_prob_micro_batch_unset_is_refused_per_side():
@@ -142,6 +176,7 @@ def test_log_prob_micro_batch_unset_is_refused_per_side():
         **{
             "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": None,
             "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz": True,
+            "actor_rollout_ref.actor.use_dynamic_bsz": True,  # one switch for the actor's two passes
         }
     )
     assert not [p for p in batch_problems(cfg, _layout(cfg), uses_reference(cfg)) if "log_prob" in p.keys[0]]

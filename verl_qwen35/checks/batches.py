@@ -75,6 +75,9 @@ def batch_problems(cfg: DictConfig, lo: Layout, uses_ref: bool) -> list[Problem]
                 f"(verl's make_iterator asserts it at the first update); use a divisor of {train}: {whole}",
             )
         )
+    found += dynamic_agreement_problems(cfg)
+    # Each log-prob pass follows its own dynamic-batch switch, whatever the training pass does.
+    found += log_prob_problems(cfg, lo, uses_ref, group)
     if actor.use_dynamic_bsz:
         return found
     micro = actor.ppo_micro_batch_size_per_gpu
@@ -99,6 +102,34 @@ def batch_problems(cfg: DictConfig, lo: Layout, uses_ref: bool) -> list[Problem]
             )
         elif vpp_why:
             found.append(error((keys[0], KEYS["vpp"], GROUP), f"{what} for training: {vpp_why}"))
+    return found
+
+
+def dynamic_agreement_problems(cfg: DictConfig) -> list[Problem]:
+    """The actor's training and log-prob passes share one engine, so one dynamic-batch switch.
+
+    verl 0.8.0 and 0.9.1 `verl/workers/engine_workers.py` ActorRolloutRefWorker.init_model:
+    `assert self.config.actor.use_dynamic_bsz == self.config.rollout.log_prob_use_dynamic_bsz` (the ref has
+    its own engine and its own switch)."""
+    actor, rollout = cfg.actor_rollout_ref.actor, cfg.actor_rollout_ref.rollout
+    training, log_prob = bool(actor.use_dynamic_bsz), bool(rollout.get("log_prob_use_dynamic_bsz"))
+    if training == log_prob:
+        return []
+    return [
+        error(
+            ("actor_rollout_ref.rollout.log_prob_use_dynamic_bsz", f"{ACTOR}.use_dynamic_bsz"),
+            f"={log_prob} but {ACTOR}.use_dynamic_bsz={training}: verl's actor worker runs both passes on one "
+            "engine and asserts they agree when it starts; set "
+            f"actor_rollout_ref.rollout.log_prob_use_dynamic_bsz={str(training).lower()}",
+        )
+    ]
+
+
+def log_prob_problems(cfg: DictConfig, lo: Layout, uses_ref: bool, group: int | None) -> list[Problem]:
+    """The old-log-prob pass (actor, keys under rollout) and the ref's, each without dynamic batches."""
+    rollout = cfg.actor_rollout_ref.rollout
+    train, n = cfg.data.train_batch_size, rollout.n
+    found = []
     sides = [("actor_rollout_ref.rollout", rollout)] + (
         [("actor_rollout_ref.ref", cfg.actor_rollout_ref.ref)] if uses_ref else []
     )
