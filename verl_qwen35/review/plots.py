@@ -103,7 +103,8 @@ def sweep_figures(reports: list[RunReport], out: Path) -> list[Path]:
         name = names[0]
         fig = _figure(figsize=(9, 5), layout="constrained")
         axes = fig.subplots()
-        axes.set_title(f"{title}: {BY_NAME[name].label}", fontsize=10)
+        q = BY_NAME[name]
+        axes.set_title(title if len(names) == 1 else f"{q.label} ({q.unit})", fontsize=10)
         axes.set_xlabel("step")
         axes.grid(alpha=0.3)
         drawn = [r for r in reports if r.measured[name].points]
