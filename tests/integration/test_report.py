@@ -365,6 +365,29 @@ def test_without_matplotlib_the_plots_extra_is_named_and_no_plots_still_works(tm
     assert summary.returncode == 0 and "critic/score/mean" in summary.stdout, summary.stderr
 
 
+def test_event_files_tensorboard_cannot_read_are_a_note_beside_the_file_logger_else_the_answer(cli, tmp_path):
+    events = tmp_path / "tensorboard"
+    events.mkdir()
+    (events / "events.out.tfevents.1796139421.host.1.0").write_bytes(bytes(range(256)) * 20)
+    done = cli("report", str(tmp_path), "--no-plots")
+    assert done.code == 2 and "hold no scalar tensorboard can read" in done.err and done.err.count("\n") == 1
+
+
+def test_without_tensorboard_its_events_are_named_with_what_to_install(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    log_steps(run, monkeypatch, {1: step_metrics(1)}, backends=("tensorboard",))
+    shadow = tmp_path / "shadow" / "tensorboard"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError(\"No module named 'tensorboard'\")\n")
+    env = {**os.environ, "PYTHONPATH": f"{shadow.parent}:{REPO}"}
+    command = [sys.executable, "-m", "verl_qwen35", "report", str(run), "--no-plots"]
+    only_events = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert only_events.returncode == 2 and "pip install tensorboard" in only_events.stderr
+    log_steps(run, monkeypatch, {1: step_metrics(1)})
+    beside = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert beside.returncode == 0 and "note       " in beside.stdout and "pip install tensorboard" in beside.stdout
+
+
 def test_a_plot_directory_that_cannot_be_made_is_answered(cli, tmp_path, monkeypatch):
     log_steps(tmp_path, monkeypatch, {1: step_metrics(1)})
     (tmp_path / "blocked").write_text("a file where the directory would go")

@@ -153,7 +153,11 @@ def read_file_logger(path: Path, into: Metrics) -> None:
         into.notes.append(f"{path.name}: the last line is half-written (the run is still writing it): skipped")
 
 
-class TensorboardMissing(UserError):
+class TensorboardUnread(UserError):
+    """Event files that could not be read: a note beside the file logger's metrics, else the answer."""
+
+
+class TensorboardMissing(TensorboardUnread):
     """The `tensorboard` package (its event reader) is not installed."""
 
 
@@ -184,8 +188,11 @@ def read_tensorboard(directory: Path, into: Metrics) -> None:
         into.merge(step, data, override=False)
     if training := sorted(s for s, d in steps.items() if TRAINING_KEY in d):
         into.warm_up.add(training[0])
-    if steps:
-        into.sources.append(f"{directory.name}/ (tensorboard, {len(steps)} step(s))")
+    if not steps:
+        raise TensorboardUnread(
+            f"{directory}: its event files hold no scalar tensorboard can read (damaged, or not verl's events)"
+        )
+    into.sources.append(f"{directory.name}/ (tensorboard, {len(steps)} step(s))")
 
 
 @dataclass(frozen=True)
@@ -225,8 +232,8 @@ def read_run(places: LogPlaces) -> Metrics:
     if has_events(places.tensorboard):
         try:
             read_tensorboard(places.tensorboard, found)
-        except TensorboardMissing as missing:
+        except TensorboardUnread as unread:
             if not found.steps:
                 raise
-            found.notes.append(str(missing))
+            found.notes.append(str(unread))
     return found
