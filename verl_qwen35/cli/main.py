@@ -1,6 +1,6 @@
 """`verl-qwen35`: the one command. Compose with Hydra, check, then plan (dry run), launch or submit.
 
-`verl-qwen35 SUBCOMMAND ...` runs a side tool (diff, estimate, plan, doctor, relaunch, data, presets);
+`verl-qwen35 SUBCOMMAND ...` runs a side tool (diff, estimate, plan, doctor, relaunch, report, data, presets);
 anything else is Hydra's command line for the run itself. The checks that must pass before Hydra
 writes `.hydra/` run in Hydra's own callback (conf/config.yaml, `config/prewrite.py`).
 """
@@ -19,7 +19,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig
 from omegaconf.errors import InterpolationResolutionError
 
-from verl_qwen35.cli import data, diff, doctor, estimate, help, import_script, plan, relaunch
+from verl_qwen35.cli import data, diff, doctor, estimate, help, import_script, plan, relaunch, report
 from verl_qwen35.cli.answers import PROG, answered
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import implicit_overrides
@@ -49,6 +49,7 @@ SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "plan": (plan.main, "plan OVERRIDES [--top N] [--sweep DIR]  rank the layouts that fit"),
     "doctor": (doctor.main, "doctor [device=gpu|npu]              check this machine's software stack"),
     "relaunch": (relaunch.main, "relaunch RUN_DIR                     launch a run's exact config again"),
+    "report": (report.main, "report RUN_DIR [--out DIR] [--json]  a run's metrics, plots, predicted vs measured"),
     "data": (data.main, "data --out DIR                       fetch the geo3k parquet files once"),
     "import": (import_script.main, "import SCRIPT [--device gpu|npu] [--out DIR]  a launch script as a preset"),
     "presets": (_presets, "presets [--config-dir DIR]           models, devices, layouts, tunings"),

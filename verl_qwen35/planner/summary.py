@@ -8,18 +8,23 @@ from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, estimate_layout, read_inputs
 from verl_qwen35.model.pipeline import Split
-from verl_qwen35.model.step_time import Rates, Recipe, step_time
+from verl_qwen35.model.step_time import Rates, Recipe, StepTime, step_time
+
+
+def predicted_step(cfg: DictConfig) -> StepTime:
+    """The step time of this config's own layout, as the plan predicts it; `InputError` names an unusable key."""
+    m, s = read_inputs(cfg)
+    rates = Rates.of(cfg.hardware)
+    lo = Layout.of(cfg)
+    return step_time(m, lo, s, estimate_layout(m, lo, s), rates, recipe=Recipe.of(cfg))
 
 
 def step_lines(cfg: DictConfig, steps: int | None = None) -> list[str]:
     """The predicted step time of this config's own layout, by part (docs/planning.md, "Step time")."""
     try:
-        m, s = read_inputs(cfg)
-        rates = Rates.of(cfg.hardware)
+        t = predicted_step(cfg)
     except InputError as err:
         return [f"step       not predicted: {err}"]
-    lo = Layout.of(cfg)
-    t = step_time(m, lo, s, estimate_layout(m, lo, s), rates, recipe=Recipe.of(cfg))
     p = t.parts
     comm = sum(v for k, v in p.items() if k.startswith("comm_"))
     hours = f", {t.device_hours(steps):.0f} device-hours for {steps} steps" if steps else ""

@@ -229,11 +229,17 @@ def summarize(sweep_dir: Path, sweep_id: str | None = None, planned: list[list[s
     for num, overrides in enumerate(planned):
         records.setdefault(num, {"job": num, "overrides": overrides, "valid": False, "status": "not run", "errors": []})
     ordered = [records[n] for n in sorted(records)]
-    values = [dict(map(_overrides, r["overrides"])) for r in ordered]
+    values = swept_values([r["overrides"] for r in ordered])
+    submitted = any("job_id" in r for r in ordered)
+    return [summary_row(r, v, submitted) for r, v in zip(ordered, values, strict=True)]
+
+
+def swept_values(overrides: list[list[str]]) -> list[dict[str, str]]:
+    """Each job's values of the override keys that differ between the jobs (every key when none differs)."""
+    values = [dict(map(_overrides, o)) for o in overrides]
     keys = sorted({k for v in values for k in v})
     swept = [k for k in keys if len({v.get(k) for v in values}) > 1] or keys
-    submitted = any("job_id" in r for r in ordered)
-    return [summary_row(r, {k: v.get(k, "") for k in swept}, submitted) for r, v in zip(ordered, values, strict=True)]
+    return [{k: v.get(k, "") for k in swept} for v in values]
 
 
 def table(rows: list[dict[str, Any]], reason_width: int = 100) -> str:

@@ -1,0 +1,55 @@
+"""`verl-qwen35 report RUN_DIR`: a run's (or a sweep's) metrics summed up, with plots and the plan's predictions."""
+
+import argparse
+from pathlib import Path
+
+from verl_qwen35.cli.answers import answered
+from verl_qwen35.errors import UserError
+from verl_qwen35.review import plots
+from verl_qwen35.review.report import (
+    dumps,
+    is_sweep,
+    run_json,
+    run_report,
+    run_text,
+    sweep_json,
+    sweep_reports,
+    sweep_text,
+)
+
+PROG = "verl-qwen35 report"
+REPORT_DIR = "report"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", type=Path, help="a run's output directory, or a sweep's (multirun) directory")
+    parser.add_argument("--out", type=Path, help=f"where the PNG plots go (default: RUN_DIR/{REPORT_DIR}/)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--no-plots", action="store_true", help="the summary only (no matplotlib needed)")
+    args = parser.parse_args(argv)
+    with answered(PROG):
+        return report(args.run_dir, args.out, args.json, not args.no_plots)
+
+
+def report(target: Path, out: Path | None, as_json: bool, draw: bool) -> int:
+    if not target.is_dir():
+        what = "does not exist" if not target.exists() else "is not a directory"
+        raise UserError(f"{target} {what}: give a run's output directory (the one holding launch.yaml) or a sweep's")
+    if draw:
+        plots.require_matplotlib()
+    target = target.absolute()
+    out = (out or target / REPORT_DIR).absolute()
+    if is_sweep(target):
+        reports = sweep_reports(target)
+        written = plots.sweep_figures(reports, out) if draw else []
+        data, text = sweep_json(target, reports), sweep_text(target, reports, written)
+    else:
+        one = run_report(target)
+        written = [plots.run_figure(one, out)] if draw else []
+        data, text = run_json(one), run_text(one, written)
+    if as_json:
+        print(dumps({**data, "plots": [str(p) for p in written]}))
+    else:
+        print(text)
+    return 0
