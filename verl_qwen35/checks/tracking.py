@@ -15,7 +15,7 @@ from verl_qwen35.checks.problem import Problem, warning
 from verl_qwen35.config.tracking import MODE
 
 # The modes that mean "syncs over the network" (swanlab's settings map its
-# older "cloud" to "online": swanlab/sdk/internal/settings/__init__.py validate_mode).
+# older "cloud" to "online": swanlab/sdk/internal/settings/__init__.py validate_mode, v0.9.7).
 ONLINE = {"wandb": ("online", "run"), "swanlab": ("cloud", "online")}
 # The logger option for each backend, online or not.
 OPTION = {
@@ -82,7 +82,7 @@ def swanlab_login_problems(cfg: DictConfig, environ: Mapping[str, str]) -> list[
     """At launch: swanlab online with no SWANLAB_API_KEY in the launching shell (a property of the machine).
 
     swanlab.init in online mode with no key and no saved login asks on a terminal or raises ("Failed to
-    initialize SwanLab in online mode: no API key was provided", swanlab/sdk/cmd/init.py); verl's trainer runs
+    initialize SwanLab in online mode: no API key was provided", swanlab/sdk/cmd/init.py at v0.9.7); verl's trainer runs
     in a Ray actor, which has no terminal. A saved `swanlab login` on that node also works, so a warning."""
     if "swanlab" not in backends(cfg):
         return []
