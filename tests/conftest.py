@@ -105,13 +105,15 @@ settings.load_profile("deterministic")
 
 
 def _job_variable_names() -> frozenset[str]:
-    """The variables the job environment sets or clears on any device (conf/config.yaml, conf/device/*)."""
+    """The variables the job environment sets or clears on any device or logger (conf/config.yaml, conf/device/*,
+    conf/logger/*)."""
     from omegaconf import OmegaConf
 
     from verl_qwen35.installed import conf_dir
 
     names: set[str] = set()
-    for path in [conf_dir() / "config.yaml", *sorted((conf_dir() / "device").glob("*.yaml"))]:
+    groups = [*sorted((conf_dir() / "device").glob("*.yaml")), *sorted((conf_dir() / "logger").glob("*.yaml"))]
+    for path in [conf_dir() / "config.yaml", *groups]:
         env = OmegaConf.to_container(OmegaConf.load(path)).get("env") or {}
         names.update(env.get("set") or {}, env.get("unset") or [])
     return frozenset(names)

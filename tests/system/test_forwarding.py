@@ -33,6 +33,7 @@ from verl_qwen35.installed import verl_config_dir
 from verl_qwen35.review.flat import flatten
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import absolute_checkpoint_dir
+from verl_qwen35.run.tracking_files import absolute_tracking_env
 
 PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
 # A small local Ray for a 2-core box; with the data files, the only overrides the test adds.
@@ -122,10 +123,12 @@ def launch(tmp_path, monkeypatch):
         auto_set_device(expected)
         if hasattr(main_ppo, "migrate_legacy_reward_impl"):
             expected = main_ppo.migrate_legacy_reward_impl(expected)
-        shell_env = effective_env(expected)  # what apply_env will read from this shell
         monkeypatch.setattr(sys, "argv", ["verl-qwen35", *overrides])
         entrypoint.main()
         assert not ray.is_initialized(), "launch must shut Ray down"
+        # The tracking paths, as the job makes them absolute under its run directory (the newest one here).
+        absolute_tracking_env(expected, max(tmp_path.glob("outputs/*/*/launch.yaml"), key=os.path.getmtime).parent)
+        shell_env = effective_env(expected)  # what apply_env read from this shell (put back after the launch)
         assert out.is_file(), "verl never ran the task runner"
         record = json.loads(out.read_text().splitlines()[-1])
         # The composed config, plus the runtime_env variables apply_env fills in at launch.
@@ -253,6 +256,27 @@ def test_relaunch_from_another_directory_sends_the_same_config_and_checkpoint(la
     assert again["config"] == first["config"] and again["ray_node"] != first["ray_node"]
     checkpoint = again["config"]["trainer"]["default_local_dir"]
     assert checkpoint == first["config"]["trainer"]["default_local_dir"] and checkpoint.startswith(str(tmp_path) + "/")
+
+
+def test_the_tracking_env_reaches_the_worker_and_a_relaunch_keeps_the_metrics(launch, tmp_path, monkeypatch):
+    """verl's Tracking starts in the task runner's Ray worker: the logger group's places must arrive there,
+    absolute under the run directory; a relaunch keeps what the first start logged (verl opens it "wb")."""
+    from verl_qwen35.cli.relaunch import main as relaunch
+
+    record, _ = launch("model=35b", "device=gpu", "logger=[console,file,tensorboard,wandb_offline]")
+    (saved,) = tmp_path.glob("outputs/*/*/launch.yaml")
+    run_dir = saved.parent
+    environ = record["environ"]
+    assert environ["VERL_FILE_LOGGER_PATH"] == str(run_dir / "metrics.jsonl")
+    assert environ["TENSORBOARD_DIR"] == str(run_dir / "tensorboard")
+    assert (environ["WANDB_MODE"], environ["WANDB_DIR"]) == ("offline", str(run_dir))
+    assert record["config"]["trainer"]["logger"] == ["console", "file", "tensorboard", "wandb"]
+    (run_dir / "metrics.jsonl").write_text('{"step": 1, "data": {}}\n')  # what the first start logged
+    monkeypatch.chdir(tmp_path / "geo3k")
+    assert relaunch([str(run_dir)]) == 0
+    assert (run_dir / "metrics.1.jsonl").read_text() == '{"step": 1, "data": {}}\n'
+    again = json.loads((tmp_path / "received.json").read_text().splitlines()[-1])
+    assert again["environ"]["VERL_FILE_LOGGER_PATH"] == str(run_dir / "metrics.jsonl")
 
 
 SECRETS = {

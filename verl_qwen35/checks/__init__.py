@@ -23,6 +23,7 @@ from verl_qwen35.checks.schedule import schedule_problems, train_rows, training_
 from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.checks.sequences import length_problems, packing_problems
 from verl_qwen35.checks.submit import submit_problems
+from verl_qwen35.checks.tracking import tracking_problems
 from verl_qwen35.checks.trainer import trainer_problems
 from verl_qwen35.checks.transformer import mtp_layers_built, mtp_problems, transformer_problems, type_problems
 from verl_qwen35.checks.values import value_problems
@@ -99,6 +100,7 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     family = algorithm_problems(cfg) + trainer_problems(cfg, machine_missing) + optimizer_problems(cfg)
     family += schedule_problems(cfg, training_steps(cfg, train_rows(cfg)))
     found += [p for p in family if not named & set(p.keys)]
+    found += tracking_problems(cfg)
     if layout.world % (layout.tp * layout.pp * layout.cp) == 0:  # else DP is undefined
         found += batch_problems(cfg, layout, uses_reference(cfg))
     found += packing_problems(cfg, mcore)

@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir, detect_device, installed_verl_schema, verl_config_dir
 
-OUR_GROUPS = ("device", "model", "hardware", "parallel", "tuning", "verl_schema", "submit")
+OUR_GROUPS = ("device", "model", "hardware", "parallel", "tuning", "verl_schema", "submit", "logger")
 DEFAULT_MODEL = "35b"  # conf/config.yaml's defaults list
 # `hardware: tested_on/${model}_${device}`: the machine each model's upstream script ran on, per device.
 TESTED_ON = "hardware/tested_on"
@@ -41,9 +41,9 @@ def presets() -> list[tuple[str, str]]:
 
 
 def values(override: Override) -> list[str]:
-    if override.is_sweep_override():
-        return [str(v) for v in override.sweep_iterator()]
-    return [str(override.value())]
+    """Every option an override names: a sweep's, and each of a list (`logger=[console,file]`)."""
+    chosen = list(override.sweep_iterator()) if override.is_sweep_override() else [override.value()]
+    return [str(v) for item in chosen for v in (item if isinstance(item, list) else [item])]
 
 
 def _group_choices(overrides: Sequence[Override]) -> dict[str, list[str]]:
@@ -65,7 +65,8 @@ def check_choices(overrides: Sequence[Override], extra_dirs: Iterable[Path] = ()
             continue
         valid = options(group, extra_dirs)
         if package is None and override.value() is None:
-            raise ChoiceError(f"{group}=null removes the {group} preset; choose one of: {', '.join(valid)}")
+            nothing = " (logger=[] logs nothing)" if group == "logger" else ""
+            raise ChoiceError(f"{group}=null removes the {group} preset; choose one of: {', '.join(valid)}{nothing}")
         for value in values(override):
             tested = group == "hardware" and value.startswith("tested_on/")
             if tested and value.removeprefix("tested_on/") in options(TESTED_ON, extra_dirs):

@@ -5,6 +5,7 @@ from omegaconf import DictConfig
 from verl_qwen35.checks.layout import layers_per_stage
 from verl_qwen35.checks.memory import memory_lines
 from verl_qwen35.checks.schedule import train_rows, training_steps
+from verl_qwen35.config.tracking import MODE, PLACE
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, estimate_layout, read_inputs
 from verl_qwen35.model.pipeline import Split
@@ -39,6 +40,18 @@ def step_lines(cfg: DictConfig, steps: int | None = None) -> list[str]:
     ]
 
 
+def logs_line(cfg: DictConfig) -> str:
+    """Each backend of trainer.logger and where env.set says it writes (the launching shell's value wins)."""
+    names = cfg.trainer.get("logger") or []
+    env = cfg.env.set
+    parts = []
+    for name in [names] if isinstance(names, str) else names:
+        mode = f" {env[MODE[name]]}" if name in MODE and MODE[name] in env else ""
+        place = f" {env[PLACE[name]]}" if name in PLACE and PLACE[name] in env else ""
+        parts.append(f"{name}{mode}{place}")
+    return f"logs       {' | '.join(parts) or 'none (trainer.logger is empty)'}"
+
+
 def hardware_line(hw: DictConfig) -> str:
     return (
         f"hardware   {hw.get('name', '?')}: {hw.device_memory_gib:g} GiB a device as torch sees it, "
@@ -68,6 +81,7 @@ def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None)
         f"data       {cfg.data.train_files} | {cfg.data.val_files}",
         f"env        {len(cfg.env.set)} variables to the driver and every Ray worker; cleared: {', '.join(unset)}",
         f"checkpoint {cfg.trainer.default_local_dir}",
+        logs_line(cfg),
         f"outputs    {output_dir or '(not a Hydra run)'}",
         f"verl       schema {choices.get('verl_schema', '?')}",
     ]

@@ -1,5 +1,6 @@
 """The job: preflight the composed config, then print the plan (dry run) or launch verl."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from verl_qwen35.checks import device_of, preflight
 from verl_qwen35.checks.memory import memory_column
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.sections import structure_problems
+from verl_qwen35.checks.tracking import swanlab_login_problems
 from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.config.errors import resolve_naming_key
 from verl_qwen35.config.patch import link_patch
@@ -22,6 +24,7 @@ from verl_qwen35.run.launch_record import absolute_checkpoint_dir, write_launch_
 from verl_qwen35.run.machine import launch_problems, runtime_problems
 from verl_qwen35.run.submit import SubmitError, submit, submitting
 from verl_qwen35.run.sweep import in_multirun, job_tag, note_job_id, write_verdict
+from verl_qwen35.run.tracking_files import absolute_tracking_env, keep_file_history
 
 MODES = {False: "launch", True: "dry", "full": "full"}
 
@@ -69,6 +72,7 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
         found += real_problems(cfg, device_of(cfg))
     if mode == "launch" and not submitting(cfg) and not [p for p in found if p.level == "error"]:
         found += launch_problems(cfg)  # the stack and the cluster's devices, before verl starts Ray
+        found += swanlab_login_problems(cfg, os.environ)  # this shell's key, as at the stack check
     return found
 
 
@@ -112,6 +116,7 @@ def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) ->
     if in_multirun() and output_dir:
         separate_sweep_job(cfg, output_dir)
     absolute_checkpoint_dir(cfg)
+    absolute_tracking_env(cfg, output_dir)  # each run's (each sweep job's) logs under its own directory
     found = problems(cfg, choices, mode)
     errors = [p for p in found if p.level == "error"]
     report(found, output_dir, mode, memory_or_blank(cfg, bool(errors)))
@@ -168,4 +173,6 @@ def launch_now(cfg: DictConfig, use_shell_env: bool = True) -> None:
     from verl_qwen35.run.launch import launch  # imports verl, torch and Ray
 
     with job_environment(cfg, use_shell_env):
+        if "file" in (cfg.trainer.get("logger") or []) and os.environ.get("VERL_FILE_LOGGER_PATH"):
+            keep_file_history(os.environ["VERL_FILE_LOGGER_PATH"])  # launch and relaunch alike
         launch(cfg)
