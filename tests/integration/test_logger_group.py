@@ -4,6 +4,7 @@ run, writes under the run directory; a second start keeps the first start's metr
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,27 @@ def test_swanlab_local_and_mlflow_store_under_the_run_dir(tmp_path, tracking_run
         pytest.skip(f"{package} is not installed here (verl does not depend on it): its env is checked, not its run")
     tracking_run(cfg)
     assert list(run_dir.iterdir()) != [], f"{package} wrote nothing under the run directory"
+    if option == "mlflow":  # read back through MLflow's own client: verl goes on silently when MLflow fails
+        import mlflow
+
+        client = mlflow.MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
+        (run,) = client.search_runs([client.get_experiment_by_name(cfg.trainer.project_name).experiment_id])
+        assert [m.step for m in client.get_metric_history(run.info.run_id, "critic/score/mean")] == [1, 2]
+    else:  # swanlab offline keeps a run folder with its records for `swanlab sync`
+        assert [p for p in (run_dir / "swanlog").rglob("*") if p.is_file() and p.stat().st_size]
+
+
+def test_mlflows_sqlite_store_without_sqlalchemy_is_named_before_verl_loses_the_metrics(monkeypatch):
+    """mlflow-skinny alone refuses sqlite stores; verl's Tracking then warns and runs without MLflow."""
+    pytest.importorskip("mlflow")
+    from verl_qwen35.validators.rehearsal import logger_notes
+
+    cfg = compose(["logger=[console,mlflow]"])
+    OmegaConf.resolve(cfg)
+    cleared(monkeypatch, TRACKING_ENV)
+    assert logger_notes(cfg) == []
+    monkeypatch.setitem(sys.modules, "sqlalchemy", None)  # as if it were not installed
+    (note,) = logger_notes(cfg)
+    assert note.keys == ("env.set.MLFLOW_TRACKING_URI",) and "needs sqlalchemy" in note.message
+    monkeypatch.setitem(cfg.env.set, "MLFLOW_TRACKING_URI", "http://mlflow.internal:5000")  # a server: no sqlite
+    assert logger_notes(cfg) == []

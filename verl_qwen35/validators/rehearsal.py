@@ -19,6 +19,7 @@ package) is a warning, not a refusal.
 import importlib.util
 import inspect
 import math
+import os
 import re
 import traceback
 import warnings
@@ -321,7 +322,29 @@ def logger_notes(cfg: DictConfig) -> list[Problem]:
                     "driver at start-up [machine check]",
                 )
             )
+    if "mlflow" in loggers and importlib.util.find_spec("mlflow") is not None:
+        found += mlflow_store_notes(cfg)
     return found
+
+
+def mlflow_store_notes(cfg: DictConfig) -> list[Problem]:
+    """An sqlite tracking store (verl's default, and logger=mlflow's) needs SQLAlchemy and alembic.
+
+    mlflow-skinny alone refuses it ("unsupported URI 'sqlite:...' for model registry data storage"), and
+    verl 0.8.0 / 0.9.1 `verl/utils/tracking.py` Tracking.__init__ catches that, warns and goes on without
+    MLflow: the run's metrics would not be kept."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI") or cfg.env.set.get("MLFLOW_TRACKING_URI") or "sqlite:////tmp/mlruns.db"
+    missing = [name for name in ("sqlalchemy", "alembic") if importlib.util.find_spec(name) is None]
+    if not str(uri).startswith("sqlite:") or not missing:
+        return []
+    return [
+        warning(
+            "env.set.MLFLOW_TRACKING_URI",
+            f"mlflow with the sqlite store {uri} needs {' and '.join(missing)}, which do not import here; verl would "
+            "go on without MLflow and keep none of its metrics: pip install sqlalchemy alembic (or the full "
+            "mlflow package), or point MLFLOW_TRACKING_URI at an MLflow server [machine check]",
+        )
+    ]
 
 
 def rehearsal_problems(cfg: DictConfig) -> list[Problem]:
