@@ -16,8 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig
+
+from verl_qwen35.checks import device_of
 from verl_qwen35.errors import UserError
 from verl_qwen35.model.groups import Groups, crossing_summary
+from verl_qwen35.model.layout import Layout
 
 SUFFIXES = {".png": "png", ".svg": "svg"}
 INSTALL = "pip install 'verl-qwen35[plots]'"
@@ -45,14 +49,15 @@ def target(value: str | os.PathLike, flag: str) -> Path:
     """The file a picture goes to, checked before anything is composed or drawn: a .png or .svg in a writable
     directory. A UserError (exit 2) names `flag` otherwise."""
     path = Path(value).expanduser()
-    if path.suffix.lower() not in SUFFIXES:
-        raise UserError(
-            f"{_named(flag, value)}: a picture is a .png or an .svg file, chosen by its suffix "
-            f"({path.suffix or 'none'} given); e.g. {_named(flag, path.with_suffix('.png').name)}"
-        )
-    directory = path.absolute().parent
     if path.is_dir():
         raise UserError(f"{_named(flag, value)}: is a directory; give a file name ending in .png or .svg")
+    if path.suffix.lower() not in SUFFIXES:
+        example = path.with_suffix(".png") if path.name else "layout.png"
+        raise UserError(
+            f"{_named(flag, value)}: a picture is a .png or an .svg file, chosen by its suffix "
+            f"({path.suffix or 'none'} given); e.g. {_named(flag, example)}"
+        )
+    directory = path.absolute().parent
     if not directory.is_dir():
         raise UserError(f"{_named(flag, value)}: the directory {directory} does not exist; create it or choose another")
     if not os.access(directory, os.W_OK | os.X_OK):
@@ -76,6 +81,17 @@ class Caption:
     device: str  # gpu or npu
     hardware: str
     engine: str = "vllm"
+
+
+def draw_config(cfg: DictConfig, value: str | os.PathLike, flag: str) -> Path:
+    """The picture of a resolved config's own layout (what `plan --picture` and `plan.picture` draw)."""
+    caption = Caption(
+        model=str(cfg.model.name),
+        device=device_of(cfg),
+        hardware=str(cfg.hardware.get("name", "?")),
+        engine=str(cfg.actor_rollout_ref.rollout.name),
+    )
+    return draw(Groups(Layout.of(cfg)), caption, Path(value), flag)
 
 
 # Labels --------------------------------------------------------------------------------------------------
@@ -460,7 +476,8 @@ def _save(fig: Any, path: Path, flag: str, rc_context: Any) -> None:
         raise UserError(f"{_named(flag, path)}: cannot write into {directory} ({err.strerror})") from None
     try:
         with os.fdopen(handle, "wb") as out, rc_context({"svg.fonttype": "none", "svg.hashsalt": "verl-qwen35"}):
-            fig.savefig(out, format=fmt, dpi=DPI, facecolor="white")
+            # no date in an SVG: the same layout gives the same file
+            fig.savefig(out, format=fmt, dpi=DPI, facecolor="white", metadata={"Date": None} if fmt == "svg" else None)
         os.replace(tmp, path)
     except OSError as err:
         tmp.unlink(missing_ok=True)
