@@ -217,3 +217,10 @@ def test_a_dry_run_without_a_picture_imports_no_drawing_code(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_cluster_too_large_to_read_is_refused_naming_the_flag(tmp_path):
+    lo = Layout(256, 8, 2, 4, 1, 64, 1, None, 8, 16, 1, 128)
+    with pytest.raises(UserError, match=r"--picture .*x\.png: 256 nodes x 8 devices would be unreadable"):
+        draw(Groups(lo), Caption("Qwen3.5-test", "gpu", "H100"), tmp_path / "x.png", "--picture")
+    assert not list(tmp_path.iterdir())

@@ -12,7 +12,7 @@ import os
 import secrets
 import textwrap
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,9 @@ SUFFIXES = {".png": "png", ".svg": "svg"}
 INSTALL = "pip install 'verl-qwen35[plots]'"
 DPI = 100
 GAP = 0.15  # inches between a grid and its legend
+MIN_GRID_W = 9.0  # inches a panel gives its grid at least (room for the title and the legend)
+# Beyond these a device is under 0.2 in: the picture would be unreadable (and tens of thousands of pixels).
+MAX_NODES, MAX_DEVICES_PER_NODE = 128, 64
 
 # Fill colours (PP stage / vLLM replica): matplotlib's tab10, mixed half with white so black text stays legible.
 TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
@@ -137,8 +140,8 @@ def fitted(labels: dict[str, Callable[[Any], list[str]]], places: Sequence[Any],
         lines = [labels[level](p) for p in places]
         widest = max(len(line) for ls in lines for line in ls)
         tallest = max(len(ls) for ls in lines)
-        # DejaVu Sans Mono: 0.6 em a character; 0.7 of the cell is inside the TP outline with a margin.
-        size = min(11.0, 0.7 * cell_pt / (0.6 * widest), 0.72 * cell_pt / (1.3 * tallest))
+        # DejaVu Sans Mono: 0.6 em a character; 0.66 of the cell is inside the TP outline with a margin.
+        size = min(11.0, 0.66 * cell_pt / (0.6 * widest), 0.72 * cell_pt / (1.3 * tallest))
         if size >= smallest:
             return level, size
     return "none", 0.0
@@ -325,6 +328,11 @@ def cell_inches(rows: int, cols: int) -> float:
     return max(0.2, min(1.25, 17.6 / cols, 17.6 / rows))
 
 
+def title_lines(panel: Panel, panel_w: float) -> list[str]:
+    """The panel's title in lines that fit its width at 12 pt bold (about 0.62 em a character)."""
+    return textwrap.wrap(panel.title, max(40, int((panel_w - 0.5) * 72 / (0.62 * 12))))
+
+
 def notes_wrapped(panel: Panel, width: float) -> list[str]:
     """The notes in lines that fit `width` inches at 9 pt (about 0.55 em a character)."""
     return [line for note in panel.notes for line in textwrap.wrap(note, max(30, int(width * 72 / (0.55 * 9))))]
@@ -341,15 +349,22 @@ def draw(g: Groups, caption: Caption, path: Path, flag: str) -> Path:
     """Draw both panels into `path` (.png or .svg), written whole or not at all (a temporary file in the same
     directory, renamed over it). Returns the path; a UserError names `flag` when it cannot be written."""
     path = target(path, flag)
+    lo = g.layout
+    if lo.nnodes > MAX_NODES or lo.devices_per_node > MAX_DEVICES_PER_NODE:
+        raise UserError(
+            f"{_named(flag, path)}: {lo.nnodes} nodes x {lo.devices_per_node} devices would be unreadable; the "
+            f"picture draws up to {MAX_NODES} nodes of up to {MAX_DEVICES_PER_NODE} devices (the groups repeat "
+            "every data-parallel slice: picture a smaller parallel.nnodes to see their pattern)"
+        )
     require_matplotlib(flag)
     from matplotlib import rc_context
     from matplotlib.figure import Figure
 
-    lo = g.layout
     sizes = Sizes(cell_inches(lo.nnodes, lo.devices_per_node), lo.nnodes, lo.devices_per_node)
     two = panels(g, caption)
+    panel_w = sizes.left + max(sizes.grid_w, MIN_GRID_W) + 0.4
+    sizes = replace(sizes, head=0.55 + 0.22 * max(len(title_lines(p, panel_w)) for p in two))
     side_by_side = lo.nnodes * 2 > lo.devices_per_node  # square-ish grids side by side, wide ones stacked
-    panel_w = sizes.left + max(sizes.grid_w, 7.5) + 0.4
     legends = [legend_height(p, panel_w - 0.6) for p in two]
     blocks = [sizes.head + sizes.grid_h + legend for legend in legends]
     title_h = 1.0
@@ -397,13 +412,14 @@ def _panel(
 
     (x0, y0), (fw, fh) = origin, figure
     rows, cols, cell = sizes.rows, sizes.cols, sizes.cell
-    left = x0 + sizes.left + (max(sizes.grid_w, 7.5) - sizes.grid_w) / 2
+    left = x0 + sizes.left + (max(sizes.grid_w, MIN_GRID_W) - sizes.grid_w) / 2
     top = y0 + sizes.head  # from the figure's top
     ax = fig.add_axes(((left) / fw, 1 - (top + sizes.grid_h) / fh, sizes.grid_w / fw, sizes.grid_h / fh))
     ax.set_xlim(0, cols)
     ax.set_ylim(rows, 0)
     ax.set_axis_off()
-    fig.text((x0 + 0.3) / fw, 1 - (y0 + 0.22) / fh, panel.title, fontsize=12, weight="bold", va="center")
+    fig.text((x0 + 0.3) / fw, 1 - (y0 + 0.12) / fh, "\n".join(title_lines(panel, panel_w)), fontsize=12,
+             weight="bold", va="top", linespacing=1.3)  # fmt: skip
 
     cell_pt = cell * 72
     level, size = fitted(panel.labels, panel.places, cell_pt)
