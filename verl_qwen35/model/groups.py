@@ -68,7 +68,9 @@ class Generator:
 
     def groups(self, token: str) -> list[list[int]]:
         """The groups `RankGenerator.get_ranks(token)` returns, in its order: the groups by the other dimensions'
-        indices, inside a group by the token's dimensions' indices, the first dimension of ORDER fastest."""
+        indices, inside a group by the token's dimensions' indices, the first dimension of ORDER fastest
+        (megatron-core 0.16.1 parallel_state.py generate_masked_orthogonal_rank_groups; the token's dimensions
+        are taken in ORDER's order, as RankGenerator.get_mask does, so "pp-tp" is "tp-pp")."""
         names = set(token.split("-"))
         if unknown := names - set(ORDER):
             raise ValueError(f"unknown parallel dimension(s) {sorted(unknown)} in {token!r}")
@@ -161,6 +163,8 @@ class Groups:
 
     @cached_property
     def places(self) -> list[Place]:
+        """Every rank's node and device (verl single_controller/ray/base.py _init_with_resource_pool: ranks in
+        order over the placement groups, one a node) and its coordinates in both generators."""
         n = self.layout.devices_per_node
         out = []
         for rank in range(self.layout.world):
@@ -170,7 +174,8 @@ class Groups:
 
     def training(self, kind: str) -> list[list[int]]:
         """Training groups by name: a decoder token (tp, cp, dp, pp, tp-cp, ...), or ep / etp / edp / tp-ep
-        (the expert generator's ep, tp, dp, tp-ep)."""
+        (the expert generator's ep, tp, dp, tp-ep: initialize_model_parallel's _EXPERT_MODEL_PARALLEL_GROUP,
+        _EXPERT_TENSOR_PARALLEL_GROUP, _EXPERT_DATA_PARALLEL_GROUP, _EXPERT_TENSOR_AND_MODEL_PARALLEL_GROUP)."""
         expert = {"ep": "ep", "etp": "tp", "edp": "dp", "tp-ep": "tp-ep", "tp-ep-pp": "tp-ep-pp"}
         if kind in expert:
             return self.expert.groups(expert[kind])
@@ -193,7 +198,8 @@ class Groups:
         return self.layout.gen_ep > 1
 
     def _vllm(self, rank: int) -> tuple[int, int, int, int]:
-        """(replica, dp, pp, tp) of a global rank: replicas contiguous, inside one arange(W).reshape(dp, pp, tp)."""
+        """(replica, dp, pp, tp) of a global rank: replicas contiguous (verl replica.py init_hybrid), inside one
+        vLLM's arange(W).reshape(dp, pp, tp) (vllm/distributed/parallel_state.py initialize_model_parallel)."""
         lo = self.layout
         replica, i = divmod(rank, self.replica_world)
         return replica, i // (lo.gen_tp * lo.gen_pp), (i // lo.gen_tp) % lo.gen_pp, i % lo.gen_tp
