@@ -146,7 +146,9 @@ def test_plan_picture_that_cannot_be_written_exits_2_before_the_search(cli, tmp_
 def test_plan_does_not_draw_a_layout_the_preflight_refuses(cli, tmp_path):
     done = cli("plan", "model=35b", "device=gpu", "parallel.tp=3", "--top", "1", "--picture", "x.png")
     assert done.code == 0, done.err  # the planner still lists the layouts that fit
-    assert "picture: not drawn: the preflight refuses the config's own layout" in done.out
+    (line,) = [ln for ln in done.out.splitlines() if ln.startswith("picture:")]
+    assert line.startswith("picture: not drawn: the preflight refuses the config's own layout: ")
+    assert "not divisible by tp*pp*cp" in line  # the preflight's own reason
     assert not (tmp_path / "x.png").exists()
 
 

@@ -31,6 +31,7 @@ from tabulate import tabulate
 
 from verl_qwen35.checks import device_of
 from verl_qwen35.checks.layout import positive_problems
+from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
@@ -323,12 +324,13 @@ def _nothing_fits(resolved: DictConfig, own: Layout, found: Search) -> int:
     return 2
 
 
-def picture_line(resolved: DictConfig, current: Candidate | None, value: str) -> str:
+def picture_line(resolved: DictConfig, current: Candidate | None, errors: list[Problem], value: str) -> str:
     """The config's own layout drawn, or why not (a layout the preflight refuses is not drawn)."""
     if current is None:
+        first = f": {errors[0].message}" if errors else ""
         return (
-            "picture: not drawn: the preflight refuses the config's own layout (see python -m verl_qwen35 ... "
-            "dry_run=true); add a listed layout's override line to picture it"
+            f"picture: not drawn: the preflight refuses the config's own layout{first}; add a listed layout's "
+            "override line to picture it"
         )
     from verl_qwen35.review.picture import draw_config
 
@@ -358,7 +360,7 @@ def run(args: argparse.Namespace) -> int:
             print(problem, file=sys.stderr)
         raise UsageError("the preflight refuses the best layouts for the reasons above; fix those overrides first")
     own_split = user_split(resolved)
-    current, _ = judge(cfg, own, own_split)
+    current, own_errors = judge(cfg, own, own_split)
     base = base_overrides(args.overrides)
     rows = [(str(i + 1), c) for i, c in enumerate(listed)]
     steps = run_steps(resolved)
@@ -370,7 +372,8 @@ def run(args: argparse.Namespace) -> int:
         if refusal:
             print(f"note: layouts the search accepted but the whole preflight refused were left out: {refusal[0]}")
     if args.picture is not None:
-        print(picture_line(resolved, current, args.picture), file=sys.stdout if args.format == "table" else sys.stderr)
+        line = picture_line(resolved, current, own_errors, args.picture)
+        print(line, file=sys.stdout if args.format == "table" else sys.stderr)
     if not listed:
         return _nothing_fits(resolved, own, found)
     if args.sweep is None:
