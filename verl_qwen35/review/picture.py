@@ -330,7 +330,7 @@ def cell_inches(rows: int, cols: int) -> float:
 
 def title_lines(panel: Panel, panel_w: float) -> list[str]:
     """The panel's title in lines that fit its width at 12 pt bold (about 0.62 em a character)."""
-    return textwrap.wrap(panel.title, max(40, int((panel_w - 0.5) * 72 / (0.62 * 12))))
+    return textwrap.wrap(panel.title, max(40, int((panel_w - 0.5) * 72 / (0.62 * 12))), break_on_hyphens=False)
 
 
 def notes_wrapped(panel: Panel, width: float) -> list[str]:
