@@ -37,7 +37,9 @@ PRESET = ["device=npu", "model=122b"]
 SWEEP = ["parallel.tp=2,4", "parallel.ep=8,16", "parallel.gen_tp=8,16", "parallel.cp=1,2", "parallel.vpp=null,3"]
 # The planner's biggest shipped search: 397B on 16 x 16 Ascend devices.
 PLAN = ["model=397b", "device=npu", "--top", "10"]
-SECTIONS = ("dryrun", "cfg", "sweep", "planner", "full", "sweep-memory")
+SECTIONS = ("dryrun", "cfg", "sweep", "planner", "full", "sweep-memory", "picture")
+# The largest shipped grid (16 x 16): a dry run that also draws plan.picture, against the same dry run without.
+PICTURE = ["model=397b", "device=npu", "dry_run=true"]
 DRYRUN_MAX, CFG_MAX, SWEEP_MAX_SINGLES, PLANNER_MAX, FULL_MAX = 1.0, 0.8, 20.0, 3.0, 30.0
 # dry_run=full reads the data files (their rows set the run's steps): one batch of the preset, written here.
 WRITE_DATA = """
@@ -195,6 +197,11 @@ def main(argv: list[str] | None = None) -> None:
                 rows.append(("dry_run=full", "skipped", f"< {FULL_MAX:.0f} s", "", "no torch"))
         if "sweep-memory" in only:
             rows.append(sweep_memory(runner))
+        if "picture" in only:
+            plain = runner.median("dry run 397B 16x16", ["-m", "verl_qwen35", *PICTURE])
+            png = f"plan.picture={runner.cwd / 'layout.png'}"
+            drawn = runner.median("dry run 397B 16x16 + plan.picture", ["-m", "verl_qwen35", *PICTURE, png])
+            rows.append(("plan.picture 16x16 PNG", seconds(drawn), "no target", "", f"+{drawn - plain:.2f} s drawing"))
 
     head = ("figure", "median", "target", "met", "ratio")
     widths = [max(len(row[i]) for row in (head, *rows)) for i in range(len(head))]

@@ -6,6 +6,10 @@ training + rollout layouts the preflight accepts and the memory estimate says fi
 predicted seconds of one GRPO step (`verl_qwen35.model.step_time`). Each row's override line, added to yours, is what
 `python -m verl_qwen35 ... dry_run=true` accepts: every listed layout went through that preflight.
 
+`--picture FILE.png|FILE.svg` draws the config's own layout (nodes x devices, each device's TP/CP/PP/EP/DP ranks,
+the groups that cross a node boundary, training and rollout; the `plots` extra). To picture a listed layout, add
+its override line to your overrides: the picture is always of the layout the overrides give.
+
 `--sweep DIR` writes the listed layouts as `DIR/parallel/<name>.yaml` and runs one Hydra multirun
 over them (`python -m verl_qwen35 -m --config-dir DIR ... parallel=<name>,<name>,...`), a dry run
 unless your overrides say `dry_run=...`. Exit 0 when a layout fits, 2 when none does or on a
@@ -27,6 +31,7 @@ from tabulate import tabulate
 
 from verl_qwen35.checks import device_of
 from verl_qwen35.checks.layout import positive_problems
+from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
@@ -50,6 +55,7 @@ from verl_qwen35.planner.search import (
 )
 
 PROG = "verl-qwen35 plan"
+PICTURE = "--picture"
 LAYOUT_KEYS = {f"parallel.{name}" for name in (*TRAINING, *ROLLOUT)} | set(split_overrides(Split()))
 # The search enumerates divisor combinations of the world size: 1024 x 8 takes ~13 s on a 2-core
 # machine, and its cost grows faster than the world. Larger clusters are refused with a message.
@@ -188,6 +194,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
     parser.add_argument("--sweep", type=Path, metavar="DIR", help="write the listed layouts to DIR and sweep them")
     parser.add_argument(
+        "--picture",
+        metavar="FILE",
+        help="draw the config's own layout (nodes x devices, groups) into FILE.png or FILE.svg; to picture a "
+        "listed layout, add its override line to your overrides",
+    )
+    parser.add_argument(
         "--config-dir", "-cd", type=Path, help="a directory of your own config groups, as for the entrypoint"
     )
     args = parser.parse_intermixed_args(argv)
@@ -312,6 +324,19 @@ def _nothing_fits(resolved: DictConfig, own: Layout, found: Search) -> int:
     return 2
 
 
+def picture_line(resolved: DictConfig, current: Candidate | None, errors: list[Problem], value: str) -> str:
+    """The config's own layout drawn, or why not (a layout the preflight refuses is not drawn)."""
+    if current is None:
+        first = f": {errors[0].message}" if errors else ""
+        return (
+            f"picture: not drawn: the preflight refuses the config's own layout{first}; add a listed layout's "
+            "override line to picture it"
+        )
+    from verl_qwen35.review.picture import draw_config
+
+    return f"picture: {draw_config(resolved, value, PICTURE).absolute()}"
+
+
 def run_steps(cfg: DictConfig) -> int | None:
     """Training steps of the configured run, as verl counts them (checks/schedule.py, the one count)."""
     return training_steps(cfg, train_rows(cfg)).total
@@ -321,6 +346,11 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if args.sweep is not None:
         _writable_dir(args.sweep)
+    if args.picture is not None:  # before the search: a file that cannot be written is said at once
+        from verl_qwen35.review.picture import require_matplotlib, target
+
+        target(args.picture, PICTURE)
+        require_matplotlib(PICTURE)
     config_dirs = [args.config_dir] if args.config_dir else []
     cfg, resolved, own = _compose(args.overrides, config_dirs)
     found = search(resolved, device_of(resolved), top=args.top + 5 if args.top else 0)
@@ -330,7 +360,7 @@ def run(args: argparse.Namespace) -> int:
             print(problem, file=sys.stderr)
         raise UsageError("the preflight refuses the best layouts for the reasons above; fix those overrides first")
     own_split = user_split(resolved)
-    current, _ = judge(cfg, own, own_split)
+    current, own_errors = judge(cfg, own, own_split)
     base = base_overrides(args.overrides)
     rows = [(str(i + 1), c) for i, c in enumerate(listed)]
     steps = run_steps(resolved)
@@ -341,6 +371,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"took {time.perf_counter() - started:.2f} s after start-up (compose, search, verify)")
         if refusal:
             print(f"note: layouts the search accepted but the whole preflight refused were left out: {refusal[0]}")
+    if args.picture is not None:
+        line = picture_line(resolved, current, own_errors, args.picture)
+        print(line, file=sys.stdout if args.format == "table" else sys.stderr)
     if not listed:
         return _nothing_fits(resolved, own, found)
     if args.sweep is None:

@@ -133,6 +133,15 @@ class LaunchChecks:
 
 
 @dataclass
+class Plan:
+    """What the plan of a dry run draws besides its lines (`verl-qwen35 plan --picture` is the same for the planner)."""
+
+    # A .png or .svg file (chosen by the suffix): the layout's nodes x devices, each device's TP/CP/PP/EP/DP ranks,
+    # the groups that cross a node boundary (review/picture.py). null: no picture.
+    picture: str | None = None
+
+
+@dataclass
 class SubmitNone:
     backend: str = "none"
 
@@ -223,7 +232,14 @@ SUBMIT_NODES = {
 SCHEMA_GROUP = "verl_qwen35_schema"
 # Our top-level nodes; the rest of the config is verl's own. `dry_run` is false, true or "full": a bool
 # or a string, which OmegaConf cannot type as one (run/job.py's mode_of checks it).
-NODES = {"parallel": Parallel, "model": Model, "hardware": Hardware, "env": Env, "launch_checks": LaunchChecks}
+NODES = {
+    "parallel": Parallel,
+    "model": Model,
+    "hardware": Hardware,
+    "env": Env,
+    "launch_checks": LaunchChecks,
+    "plan": Plan,
+}
 
 
 def register_schema() -> None:

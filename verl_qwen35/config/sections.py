@@ -23,6 +23,7 @@ SECTIONS = (
     "hardware",
     "env",
     "launch_checks",
+    "plan",
     "ray_kwargs",
     "ray_kwargs.ray_init",
     "ray_kwargs.ray_init.runtime_env",

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks import device_of, preflight
 from verl_qwen35.checks.memory import memory_column
@@ -106,10 +106,36 @@ def memory_or_blank(cfg: DictConfig, refused: bool) -> str:
         return ""
 
 
+PICTURE = "plan.picture"
+
+
+def picture_of(cfg: DictConfig, mode: str) -> str | None:
+    """`plan.picture` of a dry run, its file checked before the preflight (a bad suffix or directory: exit 2);
+    None when not set or at launch, which prints no plan. Nothing is imported unless it is set."""
+    value = OmegaConf.select(cfg, PICTURE, default=None)
+    if value is None or mode == "launch":
+        return None
+    from verl_qwen35.review.picture import require_matplotlib, target
+
+    target(value, PICTURE)
+    require_matplotlib(PICTURE)
+    return str(value)
+
+
+def picture_line(cfg: DictConfig, value: str, refused: bool) -> str:
+    """The plan's `picture` line: where the layout was drawn, or why not."""
+    if refused:
+        return "picture    not drawn: the preflight refuses this config (the errors above)"
+    from verl_qwen35.review.picture import draw_config
+
+    return f"picture    {draw_config(cfg, value, PICTURE).absolute()}"
+
+
 def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> None:
     mode = mode_of(cfg)
     link_patch(cfg)  # before resolution: `megatron.<any key>` reaches actor and ref
     resolve_naming_key(cfg)
+    picture = picture_of(cfg, mode)
     if broken := structure_problems(cfg):  # nothing below can read inside a section that is not there
         report(broken, output_dir, mode)
         return refused(len(broken))
@@ -122,6 +148,8 @@ def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) ->
     report(found, output_dir, mode, memory_or_blank(cfg, bool(errors)))
     if mode != "launch":
         print(redact("\n".join(plan_or_why_not(cfg, choices, output_dir, bool(errors)))))
+        if picture is not None:
+            print(picture_line(cfg, picture, bool(errors)))
         if not errors:
             for name, value in from_shell(cfg).items():
                 print(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
