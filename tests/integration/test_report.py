@@ -194,6 +194,14 @@ def test_a_damaged_line_in_the_middle_is_skipped_and_counted(cli, tmp_path, monk
     assert "1..4, 3 step(s)" in done.out
 
 
+def test_a_diverged_runs_huge_values_keep_the_table_readable(cli, tmp_path, monkeypatch):
+    log_steps(tmp_path, monkeypatch, {s: {**step_metrics(s), "actor/kl_loss": 1e30 * s} for s in (1, 2, 3)})
+    done = cli("report", str(tmp_path), "--no-plots")
+    assert done.code == 0, done.err
+    (kl,) = [line for line in done.out.splitlines() if line.startswith("KL ")]
+    assert "3e+30" in kl and len(kl) < 200
+
+
 def test_rotated_files_are_read_in_order_and_a_resume_replaces_the_steps_it_recomputed(cli, tmp_path, monkeypatch):
     first = {s: step_metrics(s, 400.0) for s in range(1, 6)}
     log_steps(tmp_path, monkeypatch, first)

@@ -154,7 +154,7 @@ def sweep_reports(sweep_dir: Path) -> list[RunReport]:
 def number(value: float | None) -> str:
     if value is None:
         return "-"
-    return f"{value:.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
+    return f"{value:.0f}" if 1e4 <= abs(value) < 1e9 else f"{value:.4g}"  # a diverged run's 1e30 stays short
 
 
 def _steps_line(metrics: Metrics) -> str:
