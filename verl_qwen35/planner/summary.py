@@ -5,6 +5,7 @@ from omegaconf import DictConfig
 from verl_qwen35.checks.layout import layers_per_stage
 from verl_qwen35.checks.memory import memory_lines
 from verl_qwen35.checks.schedule import train_rows, training_steps
+from verl_qwen35.checks.tracking import backends
 from verl_qwen35.config.tracking import MODE, PLACE
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, estimate_layout, read_inputs
@@ -42,10 +43,9 @@ def step_lines(cfg: DictConfig, steps: int | None = None) -> list[str]:
 
 def logs_line(cfg: DictConfig) -> str:
     """Each backend of trainer.logger and where env.set says it writes (the launching shell's value wins)."""
-    names = cfg.trainer.get("logger") or []
     env = cfg.env.set
     parts = []
-    for name in [names] if isinstance(names, str) else names:
+    for name in backends(cfg):
         mode = f" {env[MODE[name]]}" if name in MODE and MODE[name] in env else ""
         place = f" {env[PLACE[name]]}" if name in PLACE and PLACE[name] in env else ""
         parts.append(f"{name}{mode}{place}")

@@ -15,19 +15,17 @@ resume recomputes the steps after its checkpoint; the validation-only record ver
 import json
 import math
 import os
-import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from verl_qwen35.config.tracking import METRICS_FILE, PLACE, TENSORBOARD_DIR, kept_number
 from verl_qwen35.errors import UserError
 
-FILE_LOGGER_ENV = "VERL_FILE_LOGGER_PATH"  # verl/utils/tracking.py FileLogger.__init__
-TENSORBOARD_ENV = "TENSORBOARD_DIR"  # verl/utils/tracking.py _TensorboardAdapter.__init__
-DEFAULT_METRICS = "metrics.jsonl"  # the logger contract: <run_dir>/metrics.jsonl
-DEFAULT_TENSORBOARD = "tensorboard"  # <run_dir>/tensorboard/
+FILE_LOGGER_ENV = PLACE["file"]  # verl/utils/tracking.py FileLogger.__init__
+TENSORBOARD_ENV = PLACE["tensorboard"]  # verl/utils/tracking.py _TensorboardAdapter.__init__
 # Every step's record holds the step's timing (verl/trainer/ppo/metric_utils.py compute_timing_metrics);
 # the validation verl runs before training (val_before_train) logs a record without it.
 TRAINING_KEY = "timing_s/step"
@@ -63,10 +61,9 @@ class Metrics:
 
 def rotated_files(current: Path) -> list[Path]:
     """`metrics.1.jsonl`, `metrics.2.jsonl`, ... (numerically), then `metrics.jsonl`: the files that exist."""
-    pattern = re.compile(rf"{re.escape(current.stem)}\.(\d+){re.escape(current.suffix)}")
     older = []
     if current.parent.is_dir():
-        older = [(int(m.group(1)), p) for p in current.parent.iterdir() if (m := pattern.fullmatch(p.name))]
+        older = [(k, p) for p in current.parent.iterdir() if (k := kept_number(current, p)) is not None]
     found = [p for _, p in sorted(older)]
     return found + ([current] if current.exists() else [])
 
@@ -217,7 +214,7 @@ def log_places(run_dir: Path, env: dict[str, str] | None = None) -> LogPlaces:
                 return path
         return run_dir / default
 
-    return LogPlaces(place(FILE_LOGGER_ENV, DEFAULT_METRICS), place(TENSORBOARD_ENV, DEFAULT_TENSORBOARD))
+    return LogPlaces(place(FILE_LOGGER_ENV, METRICS_FILE), place(TENSORBOARD_ENV, TENSORBOARD_DIR))
 
 
 def has_events(directory: Path) -> bool:

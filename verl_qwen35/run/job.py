@@ -11,7 +11,7 @@ from verl_qwen35.checks import device_of, preflight
 from verl_qwen35.checks.memory import memory_column
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.sections import structure_problems
-from verl_qwen35.checks.tracking import swanlab_login_problems
+from verl_qwen35.checks.tracking import backends, swanlab_login_problems
 from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.config.errors import resolve_naming_key
 from verl_qwen35.config.patch import link_patch
@@ -201,6 +201,6 @@ def launch_now(cfg: DictConfig, use_shell_env: bool = True) -> None:
     from verl_qwen35.run.launch import launch  # imports verl, torch and Ray
 
     with job_environment(cfg, use_shell_env):
-        if "file" in (cfg.trainer.get("logger") or []) and os.environ.get("VERL_FILE_LOGGER_PATH"):
+        if "file" in backends(cfg) and os.environ.get("VERL_FILE_LOGGER_PATH"):
             keep_file_history(os.environ["VERL_FILE_LOGGER_PATH"])  # launch and relaunch alike
         launch(cfg)

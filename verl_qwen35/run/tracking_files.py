@@ -10,11 +10,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from verl_qwen35.config.tracking import PLACE
+from verl_qwen35.config.tracking import PLACE, kept_name, kept_number
 
 RUN_DIR_ENV = tuple(PLACE.values())  # the variables naming where a backend writes
 SQLITE = "sqlite:///"  # SQLAlchemy's URL: three slashes then a relative path, four for an absolute one
-METRICS_FILE = "metrics.jsonl"
 
 
 def under(run_dir: Path, name: str, value: str) -> str:
@@ -42,11 +41,6 @@ def absolute_tracking_env(cfg: DictConfig, run_dir: str | Path | None) -> dict[s
     return changed
 
 
-def numbered(path: Path, k: int) -> Path:
-    """metrics.jsonl -> metrics.<k>.jsonl."""
-    return path.with_name(f"{path.stem}.{k}{path.suffix}")
-
-
 def keep_file_history(path: str | Path) -> Path | None:
     """Before verl's FileLogger opens `path` with "wb" (verl/utils/tracking.py FileLogger.__init__), move a
     non-empty one to metrics.<k>.jsonl, k one more than the highest kept: a relaunch or a requeued job never
@@ -54,8 +48,8 @@ def keep_file_history(path: str | Path) -> Path | None:
     path = Path(path)
     if not path.is_file() or path.stat().st_size == 0:
         return None
-    ends = [p.name.removeprefix(f"{path.stem}.").removesuffix(path.suffix) for p in path.parent.iterdir()]
-    kept = numbered(path, max([int(k) for k in ends if k.isdigit()], default=0) + 1)
+    numbers = [k for p in path.parent.iterdir() if (k := kept_number(path, p)) is not None]
+    kept = kept_name(path, max(numbers, default=0) + 1)
     path.rename(kept)
     print(f"metrics    kept the previous {path.name} as {kept} (verl's file logger starts it anew)", file=sys.stderr)
     return kept

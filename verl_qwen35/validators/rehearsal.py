@@ -30,6 +30,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from verl_qwen35.checks.algorithm import advantage_inputs, gdpo_keys
 from verl_qwen35.checks.problem import Problem, error, warning
 from verl_qwen35.checks.schedule import OPTIM, Steps, train_rows, training_steps
+from verl_qwen35.checks.tracking import backends
 
 ALGO = "algorithm"
 ACTOR = "actor_rollout_ref.actor"
@@ -307,8 +308,7 @@ def logger_notes(cfg: DictConfig) -> list[Problem]:
     """Each backend of `trainer.logger` whose package does not import here (a property of the machine)."""
     from verl.utils.tracking import Tracking
 
-    loggers = cfg.trainer.get("logger") or []
-    loggers = [loggers] if isinstance(loggers, str) else list(loggers)
+    loggers = backends(cfg)
     found = []
     for name in loggers:
         if name not in Tracking.supported_backend and name != "tracking":
