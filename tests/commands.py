@@ -1,6 +1,7 @@
 """Running the command as a user does: a subprocess in a directory of its own, with a chosen PATH."""
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,3 +16,13 @@ def verl_qwen35(tmp_path: Path, *args: str, path: str = "/usr/bin:/bin", **env: 
     return subprocess.run(
         [sys.executable, "-m", "verl_qwen35", *args], cwd=tmp_path, env=environ, capture_output=True, text=True
     )
+
+
+def default_signals() -> None:
+    """`preexec_fn` for a child a test will signal: SIGINT and SIGTERM as in a terminal's foreground job.
+
+    A suite started in the background (`nohup pytest &`, a CI runner) hands its children SIGINT ignored, and
+    an ignored signal stays ignored across exec: Python then installs no Ctrl-C handler and the child never
+    sees the signal the test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

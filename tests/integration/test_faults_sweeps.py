@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import REPO
+from tests.commands import REPO, default_signals
 
 SWEEP = ("device=gpu", "model=35b", "dry_run=true")
 # 16 jobs that all pass: a job takes ~0.1-1 s, so a signal sent once job 1 is done lands mid-sweep.
@@ -37,7 +37,15 @@ def start(tmp_path: Path, sweep_dir: Path, *overrides: str, prefix: tuple[str, .
     command = [*prefix, sys.executable, "-m", "verl_qwen35", "-m", *SWEEP, *overrides, f"hydra.sweep.dir={sweep_dir}"]
     env = _env()
     env.pop("HYDRA_FULL_ERROR")
-    return subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_signals,
+    )
 
 
 def wait_for(condition, what: str, timeout: float = 180) -> None:
@@ -137,11 +145,12 @@ def test_two_sigterms_in_a_row_still_end_with_a_whole_summary(tmp_path):
 def test_coreutils_timeout_ends_a_sweep_with_its_summary(tmp_path):
     """`timeout` sends SIGTERM; with --preserve-status it exits with the command's own code."""
     sweep_dir = tmp_path / "sweep"
-    many = ("parallel.tp=1,2,4,8", "trainer.total_epochs=range(1,33)")  # 128 jobs: more than 8 s
+    # 512 jobs: far more than 8 s even for a fast machine; the timeout ends it, so the cost is 8 s either way.
+    many = ("parallel.tp=1,2,4,8", "trainer.total_epochs=range(1,129)")
     job = start(tmp_path, sweep_dir, *many, prefix=("timeout", "--preserve-status", "8"))
     returncode, said = finish(job)
     assert returncode == 143, said
-    rows = assert_whole_and_honest(sweep_dir, 128)
+    rows = assert_whole_and_honest(sweep_dir, 512)
     assert rows[-1]["status"] == "not run"
 
 
