@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Install the project and its test extra (which holds the launch extra: verl's runtime) into a fresh
-# virtualenv, then run the whole test suite.
+# virtualenv, then run the whole test suite, on every core (pytest-xdist; TEST_WORKERS=N to choose, 0 for one
+# process).
 #
-#   bash scripts/test.sh [0.9|0.8] [pytest args...]     (default 0.9)
+#   bash scripts/test.sh [0.9|0.8] [pytest args...]     (default 0.9; pytest args alone work too)
+#   bash scripts/test.sh 0.8 -m each_verl                (what CI runs on the second verl: what differs by verl)
 #
 # The venv is .venv-verl<version> in the repo root. It is reused while the constraints file and
 # pyproject.toml are unchanged (their digest is kept in the venv); otherwise, or when it is missing
@@ -11,12 +13,11 @@
 # for 0.8 the constraints also pin verl==0.8.0. FRESH=1 forces a new venv.
 set -euo pipefail
 
-version="${1:-0.9}"
-case "$version" in
-  0.9 | 0.8) ;;
-  *) echo "usage: $0 [0.9|0.8] [pytest args...]" >&2; exit 2 ;;
+version=0.9
+case "${1:-}" in
+  0.9 | 0.8) version="$1"; shift ;;
+  0.* | 1.*) echo "usage: $0 [0.9|0.8] [pytest args...]: verl $1 is not one CI tests" >&2; exit 2 ;;
 esac
-if [ $# -gt 0 ]; then shift; fi
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 constraints="constraints/verl-${version}.txt"
@@ -62,6 +63,7 @@ status=0
 "$venv/bin/ruff" check --quiet . && "$venv/bin/ruff" format --check --quiet . || status=1
 # pytest's own exit code, then os._exit: the suite has run Ray, torch and megatron in this process, and
 # their threads have once crashed the interpreter's teardown (exit 139) after every test had passed.
+workers="${TEST_WORKERS:-auto}"
 "$venv/bin/python" -X faulthandler -c '
 import os, sys
 import pytest
@@ -69,6 +71,6 @@ code = int(pytest.main(sys.argv[1:]))
 sys.stdout.flush()
 sys.stderr.flush()
 os._exit(code)
-' "$@" || status=$?
+' -n "$workers" "$@" || status=$?
 echo "== verl ${version}: install $((installed - start)) s, tests $(($(seconds) - installed)) s, exit ${status}"
 exit "$status"
