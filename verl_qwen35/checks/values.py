@@ -2,9 +2,10 @@
 
 Runs first: the layout, batch and pipeline rules (and the dry-run plan) divide by these values, so a
 `parallel.vpp=2.5`, `rollout.n=2.5`, `parallel.tp=two` or `data.train_batch_size=abc` is answered here,
-once, naming the key, and the dependent rules are skipped. verl types these fields as int in its config
-dataclasses (`verl/workers/config/{actor,engine,rollout}.py`, `verl/trainer/config/data`), megatron-core in
-`TransformerConfig`.
+once, naming the key, and the dependent rules are skipped. The type of each key is read, not restated: the
+schema (config/schema.py) for our nodes, verl's shipped field list (checks/verl_types.py, from
+`verl/workers/config/{actor,engine,rollout}.py`, `verl/trainer/config/data`) and megatron-core's
+`TransformerConfig` (checks/megatron_keys.py); this module adds only the smallest value each may take.
 """
 
 from dataclasses import fields
