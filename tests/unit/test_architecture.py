@@ -18,7 +18,8 @@ LAYERS = [
     {"model"},
     {"checks"},
     {"planner", "validators"},
-    {"run", "review"},
+    {"run"},  # writes the records (launch.yaml, verdict.json) and never draws
+    {"review"},  # reads those records: diff, report, plots, the layout picture
     {"imports"},
     {"cli"},
     {"__init__", "__main__"},

@@ -1,8 +1,8 @@
-"""checks/pipeline.py against megatron-core on a whole grid, not a random draw: every split of 40 and 48
+"""model/pipeline.py against megatron-core on a whole grid, not a random draw: every split of 40 and 48
 layers over pp 1-6 and 8, vpp null-5, uneven first/last stages and embedding/loss slots.
 
 For each point the fast verdict (refused or not) must equal megatron-core's (TransformerConfig plus
-`get_num_layers_to_build` for every rank and virtual stage, as `validators.real_transformer_problems`
+`get_num_layers_to_build` for every rank and virtual stage, as `validators.real.real_transformer_problems`
 builds them), and where it builds, the layers per model chunk (`chunk_layers`, which the memory estimate
 and uniform recompute use) must equal megatron-core's count chunk by chunk.
 """

@@ -601,7 +601,7 @@ def test_a_float_field_takes_an_int_as_megatron_does_but_not_a_bool(value, refus
 @pytest.mark.parametrize(("preset", "device", "resource"), [("35b_gpu", "gpu", "GPU"), ("35b_npu", "npu", "NPU")])
 def test_device_of_names_the_device_as_the_machine_checks_and_ray_know_it(preset, device, resource):
     assert device_of(config(preset)) == device
-    assert RESOURCE[device_of(config(preset))] == resource  # verl_qwen35/devices.py: the Ray resource asked for
+    assert RESOURCE[device_of(config(preset))] == resource  # verl_qwen35/run/devices.py: the Ray resource asked for
 
 
 @pytest.mark.parametrize(("sequence_parallel", "tp", "warned"), [(True, 1, True), (True, 2, False), (False, 1, False)])

@@ -2,7 +2,7 @@
 
 Draws layouts, pipeline splits, VPP and override values for every model; the verdict of the fast
 rules (`checks.layout` head/GDN/CP/pipeline rules + `checks.transformer`) must equal the verdict of
-`validators.real_transformer_problems` (the real dataclass and layer split). World-size and expert-grid
+`validators.real.real_transformer_problems` (the real dataclass and layer split). World-size and expert-grid
 rules are not TransformerConfig's, so draws keep them satisfied (tests/unit/test_layout_rules.py covers them).
 """
 

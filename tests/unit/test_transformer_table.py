@@ -2,7 +2,7 @@
 
 A row is a small override set on a clean base (35B, tp=2 pp=1 cp=1 ep=8 etp=1, no overrides: no problem).
 The fast rules must give exactly the expected problems (the keys, and messages naming the same values), and the real
-dataclass (`validators.real_transformer_problems`) must give the same verdict, unless the row says why
+dataclass (`validators.real.real_transformer_problems`) must give the same verdict, unless the row says why
 it cannot judge (a check megatron makes later than construction, or a kernel this CPU install lacks).
 """
 

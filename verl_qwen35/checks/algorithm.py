@@ -2,7 +2,7 @@
 
 The names are checked elsewhere; these rules are about the parameters and inputs a valid name needs.
 `validators/rehearsal.py` runs the real functions on a fake batch built from `advantage_inputs`, and
-tests/unit/test_rehearsal_agrees.py keeps the two in agreement. Upstream (verl 0.8.0 / 0.9.1):
+tests/integration/test_rehearsal_agrees.py keeps the two in agreement. Upstream (verl 0.8.0 / 0.9.1):
 - `verl/trainer/ppo/ray_trainer.py` `compute_advantage` and the estimators of `verl/trainer/ppo/core_algos.py`
   (GAE reads the critic's `values`; REMAX `reward_baselines`, which only the v0 trainer's `fit` computes;
   the optimal-token-baseline estimators assert `sum_pi_squared`, computed by the actor when

@@ -2,7 +2,7 @@
 
 Importing megatron-core imports torch (seconds). The field list (names, value kinds, enum values) of
 each supported megatron-core release ships as generated data in `verl_qwen35/data/upstream/`
-(`scripts/megatron_fields.py` regenerates it; tests/test_megatron_fields.py compares it with the
+(`scripts/megatron_fields.py` regenerates it; tests/unit/test_megatron_keys.py compares it with the
 installed dataclass), so the check is the same with or without megatron-core installed; without it,
 messages say which release was assumed.
 """

@@ -21,8 +21,8 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from verl_qwen35 import shell
 from verl_qwen35.checks.kuberay import kuberay_problems
 from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.config.schema import BACKENDS
 
-BACKENDS = ("none", "slurm", "ray_job", "kuberay")  # the options of conf/submit/
 # Slurm's --time formats (sbatch(1)): minutes, minutes:seconds, hours:minutes:seconds,
 # days-hours, days-hours:minutes, days-hours:minutes:seconds; or no limit.
 _SLURM_TIME = re.compile(r"^(\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2}|UNLIMITED|INFINITE)$", re.IGNORECASE)
@@ -195,6 +195,12 @@ def _chain(cfg: DictConfig, found: list[Problem]) -> None:
         )
 
 
+def choices() -> str:
+    """`submit=slurm, submit=ray_job, submit=kuberay or submit=none`, from the schema's list."""
+    submitting = [f"submit={b}" for b in BACKENDS if b != "none"]
+    return f"{', '.join(submitting)} or submit=none"
+
+
 def submit_problems(cfg: DictConfig) -> list[Problem]:
     """Every unusable `submit.*` value of a submitting config, each naming its key."""
     found = env_problems(cfg)
@@ -207,7 +213,7 @@ def submit_problems(cfg: DictConfig) -> list[Problem]:
             *found,
             error(
                 "submit.backend",
-                f"submit.backend={backend!r}: use submit=slurm, submit=ray_job, submit=kuberay or submit=none",
+                f"submit.backend={backend!r}: use {choices()}",
             ),
         ]
     if backend == "none":
@@ -219,6 +225,6 @@ def submit_problems(cfg: DictConfig) -> list[Problem]:
         _chain(cfg, found)
     elif backend == "kuberay":
         found += kuberay_problems(cfg)
-    else:
+    elif backend == "ray_job":
         _address(s.get("address"), found)
     return found

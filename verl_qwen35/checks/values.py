@@ -2,9 +2,10 @@
 
 Runs first: the layout, batch and pipeline rules (and the dry-run plan) divide by these values, so a
 `parallel.vpp=2.5`, `rollout.n=2.5`, `parallel.tp=two` or `data.train_batch_size=abc` is answered here,
-once, naming the key, and the dependent rules are skipped. verl types these fields as int in its config
-dataclasses (`verl/workers/config/{actor,engine,rollout}.py`, `verl/trainer/config/data`), megatron-core in
-`TransformerConfig`.
+once, naming the key, and the dependent rules are skipped. The type of each key is read, not restated: the
+schema (config/schema.py) for our nodes, verl's shipped field list (checks/verl_types.py, from
+`verl/workers/config/{actor,engine,rollout}.py`, `verl/trainer/config/data`) and megatron-core's
+`TransformerConfig` (checks/megatron_keys.py); this module adds only the smallest value each may take.
 """
 
 from dataclasses import fields
@@ -13,49 +14,71 @@ from typing import Any, get_args
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.layout import KEYS
+from verl_qwen35.checks.megatron_keys import field_spec
 from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.checks.verl_types import shipped_verl_data
 from verl_qwen35.config.schema import ACTOR, LAYOUT_FEEDS, PARALLEL_KEYS, Parallel
 
 ARR = "actor_rollout_ref"
 OTC = "megatron.override_transformer_config"
-# key -> (null allowed, smallest value)
-INTEGERS: dict[str, tuple[bool, int]] = {
-    # The schema types these; a layout size must also be >= 1 (null where the schema allows it).
-    **{f"parallel.{f.name}": (type(None) in get_args(f.type), 1) for f in fields(Parallel)},
-    **{
-        f"{ACTOR}.{key}": (key in ("virtual_pipeline_model_parallel_size", "expert_tensor_parallel_size"), 1)
-        for key in PARALLEL_KEYS
-    },
-    "trainer.nnodes": (False, 1),
-    "trainer.n_gpus_per_node": (False, 1),
-    f"{ARR}.rollout.tensor_model_parallel_size": (False, 1),
-    f"{ARR}.rollout.data_parallel_size": (False, 1),
-    f"{ARR}.rollout.pipeline_model_parallel_size": (False, 1),
-    f"{ARR}.rollout.expert_parallel_size": (False, 1),
-    "data.train_batch_size": (False, 1),
-    "data.max_prompt_length": (False, 1),
-    "data.max_response_length": (False, 1),
-    f"{ARR}.rollout.n": (False, 1),
-    f"{ARR}.actor.ppo_mini_batch_size": (False, 1),
-    f"{ARR}.actor.ppo_micro_batch_size_per_gpu": (True, 1),
-    f"{ARR}.actor.ppo_micro_batch_size": (True, 1),
-    f"{ARR}.actor.ppo_max_token_len_per_gpu": (False, 1),
-    f"{ARR}.ref.log_prob_micro_batch_size_per_gpu": (True, 1),
-    f"{ARR}.ref.log_prob_micro_batch_size": (True, 1),
-    f"{ARR}.ref.log_prob_max_token_len_per_gpu": (False, 1),
-    f"{ARR}.rollout.log_prob_micro_batch_size_per_gpu": (True, 1),
-    f"{ARR}.rollout.log_prob_micro_batch_size": (True, 1),
-    f"{ARR}.rollout.log_prob_max_token_len_per_gpu": (False, 1),
-    f"{ARR}.rollout.max_model_len": (True, 1),
-    f"{ARR}.rollout.engine_kwargs.vllm.max_model_len": (True, 1),
-    f"{OTC}.recompute_num_layers": (True, 1),
-    f"{OTC}.num_layers_in_first_pipeline_stage": (True, 1),
-    f"{OTC}.num_layers_in_last_pipeline_stage": (True, 1),
-    f"{OTC}.mtp_num_layers": (True, 0),
-    f"{OTC}.microbatch_group_size_per_vp_stage": (True, 1),
-    f"{OTC}.moe_router_topk": (False, 1),
-    f"{OTC}.cpu_offloading_num_layers": (False, 0),
+# key -> smallest value: the sign these integers need, which no type says. Whether a key takes a whole number
+# and whether null is allowed is its type's (`kinds`): the schema's for `parallel.*`, megatron-core's
+# TransformerConfig for the override keys, verl's shipped field list for verl's own keys.
+LOWEST: dict[str, int] = {
+    **{f"parallel.{f.name}": 1 for f in fields(Parallel)},
+    **{f"{ACTOR}.{key}": 1 for key in PARALLEL_KEYS},
+    "trainer.nnodes": 1,
+    "trainer.n_gpus_per_node": 1,
+    f"{ARR}.rollout.tensor_model_parallel_size": 1,
+    f"{ARR}.rollout.data_parallel_size": 1,
+    f"{ARR}.rollout.pipeline_model_parallel_size": 1,
+    f"{ARR}.rollout.expert_parallel_size": 1,
+    "data.train_batch_size": 1,
+    "data.max_prompt_length": 1,
+    "data.max_response_length": 1,
+    f"{ARR}.rollout.n": 1,
+    f"{ARR}.actor.ppo_mini_batch_size": 1,
+    f"{ARR}.actor.ppo_micro_batch_size_per_gpu": 1,
+    f"{ARR}.actor.ppo_micro_batch_size": 1,
+    f"{ARR}.actor.ppo_max_token_len_per_gpu": 1,
+    f"{ARR}.ref.log_prob_micro_batch_size_per_gpu": 1,
+    f"{ARR}.ref.log_prob_micro_batch_size": 1,
+    f"{ARR}.ref.log_prob_max_token_len_per_gpu": 1,
+    f"{ARR}.rollout.log_prob_micro_batch_size_per_gpu": 1,
+    f"{ARR}.rollout.log_prob_micro_batch_size": 1,
+    f"{ARR}.rollout.log_prob_max_token_len_per_gpu": 1,
+    f"{ARR}.rollout.max_model_len": 1,
+    f"{ARR}.rollout.engine_kwargs.vllm.max_model_len": 1,
+    f"{OTC}.recompute_num_layers": 1,
+    f"{OTC}.num_layers_in_first_pipeline_stage": 1,
+    f"{OTC}.num_layers_in_last_pipeline_stage": 1,
+    f"{OTC}.mtp_num_layers": 0,
+    f"{OTC}.microbatch_group_size_per_vp_stage": 1,
+    f"{OTC}.moe_router_topk": 1,
+    f"{OTC}.cpu_offloading_num_layers": 0,
 }
+# The kinds of the integers that no shipped field list types: verl's ref log-prob keys (verl reads them from
+# a plain section, never a dataclass) and vLLM's engine arguments (verl passes them on as they are).
+UNTYPED = {
+    f"{ARR}.ref.log_prob_micro_batch_size_per_gpu": ["int", "null"],
+    f"{ARR}.ref.log_prob_micro_batch_size": ["int", "null"],
+    f"{ARR}.ref.log_prob_max_token_len_per_gpu": ["int"],
+    f"{ARR}.rollout.engine_kwargs.vllm.max_model_len": ["int", "null"],
+}
+_PARALLEL = {
+    f"parallel.{f.name}": ["int", "null"] if type(None) in get_args(f.type) else ["int"] for f in fields(Parallel)
+}
+
+
+def kinds(key: str) -> list[str]:
+    """What the key's type takes, from the one list that types it."""
+    if key in _PARALLEL:
+        return _PARALLEL[key]
+    if key.startswith(f"{OTC}."):
+        return field_spec().get(key.removeprefix(f"{OTC}."), {}).get("kinds", [])
+    return shipped_verl_data()["fields"].get(key, {}).get("kinds") or UNTYPED.get(key, [])
+
+
 # A verl key that a shorthand feeds is reported under the shorthand.
 _SOURCE = {f"{ACTOR}.{key}": source for key, source in PARALLEL_KEYS.items()} | LAYOUT_FEEDS
 # Fractions: key -> (lowest exclusive, highest inclusive)
@@ -84,7 +107,11 @@ def value_problems(cfg: DictConfig) -> list[Problem]:
     found: list[Problem] = []
     bad_sources: set[str] = set()
     parents: dict[str, Any] = {}
-    for key, (nullable, lowest) in INTEGERS.items():
+    for key, lowest in LOWEST.items():
+        taken = kinds(key)
+        if "int" not in taken:
+            continue  # not an integer in the installed verl or megatron-core: its type rule judges it
+        nullable = "null" in taken
         parent_key, _, leaf = key.rpartition(".")
         if parent_key not in parents:
             parents[parent_key] = OmegaConf.select(cfg, parent_key, default=None)

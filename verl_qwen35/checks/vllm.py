@@ -9,7 +9,7 @@ top_k from `rollout.*`, from `rollout.val_kwargs.*` when validating, repetition_
 serve parser. vLLM is not importable here: each bound below names the vLLM file and function it was read
 from, at the release it was read from; the argument names ship as `data/upstream/vllm_<release>.json`
 (scripts/vllm_fields.py). `dry_run=full` builds the real objects where vLLM is installed
-(validators/vllm.py).
+(validators/rollout_server.py).
 """
 
 import difflib

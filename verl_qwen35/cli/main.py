@@ -21,6 +21,7 @@ from omegaconf.errors import InterpolationResolutionError
 
 from verl_qwen35.cli import data, diff, doctor, estimate, help, import_script, plan, relaunch, report
 from verl_qwen35.cli.answers import PROG, answered
+from verl_qwen35.cli.picture import job_and_picture
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import implicit_overrides
 from verl_qwen35.config.errors import resolve_naming_key
@@ -33,7 +34,7 @@ from verl_qwen35.config.sources import register_sources
 from verl_qwen35.config.user_conf import check_config_dirs
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir
-from verl_qwen35.run.job import MODES, job_context, run_job
+from verl_qwen35.run.job import MODES, job_context
 from verl_qwen35.run.stops import sigterm_raised
 from verl_qwen35.run.sweep import guarded_job, in_multirun, interrupted, released_when_done
 
@@ -63,10 +64,10 @@ def hydra_main(cfg: DictConfig) -> None:
     if in_multirun() and output_dir:
         value = cfg.get("dry_run")
         mode = MODES.get(value, "?") if isinstance(value, bool | str) else "?"
-        guarded_job(lambda: run_job(cfg, choices, output_dir), output_dir, mode)
+        guarded_job(lambda: job_and_picture(cfg, choices, output_dir), output_dir, mode)
     else:
         with answered():  # inside the job, so that Hydra adds no "Error executing job" line of its own
-            run_job(cfg, choices, output_dir)
+            job_and_picture(cfg, choices, output_dir)
 
 
 @contextmanager

@@ -223,12 +223,10 @@ class SubmitKubeRay:
     active_deadline_seconds: int | None = None
 
 
-SUBMIT_NODES = {
-    "submit_none": SubmitNone,
-    "submit_ray_job": SubmitRayJob,
-    "submit_slurm": SubmitSlurm,
-    "submit_kuberay": SubmitKubeRay,
-}
+# The one list of submission backends, by the `backend` each node sets: conf/submit/<backend>.yaml types itself
+# with `submit_<backend>`, the preflight (checks/submit.py) refuses any other, run/submit/ dispatches on it.
+SUBMIT_NODES = {node.backend: node for node in (SubmitNone, SubmitSlurm, SubmitRayJob, SubmitKubeRay)}
+BACKENDS = tuple(SUBMIT_NODES)
 SCHEMA_GROUP = "verl_qwen35_schema"
 # Our top-level nodes; the rest of the config is verl's own. `dry_run` is false, true or "full": a bool
 # or a string, which OmegaConf cannot type as one (run/job.py's mode_of checks it).
@@ -247,5 +245,5 @@ def register_schema() -> None:
     store = ConfigStore.instance()
     for name, node in NODES.items():
         store.store(group=SCHEMA_GROUP, name=name, node=node, package=name)
-    for name, node in SUBMIT_NODES.items():
-        store.store(group=SCHEMA_GROUP, name=name, node=node)
+    for backend, node in SUBMIT_NODES.items():
+        store.store(group=SCHEMA_GROUP, name=f"submit_{backend}", node=node)

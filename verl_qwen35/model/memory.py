@@ -40,7 +40,7 @@ VLLM_MAX_BATCHED_TOKENS = 8192  # verl rollout.max_num_batched_tokens default
 # temperature in place, clones the logits when it computes entropy (vocab_parallel_entropy,
 # verl/utils/megatron/tensor_parallel.py, makes a normalized copy) and takes the log-probs with megatron-core's
 # vocab_parallel_cross_entropy (which keeps its fp32 exp-logits for backward). Measured on CPU with the torch
-# profiler's memory events by scripts/measure_logit_bytes.py (tests/unit/test_logit_bytes.py holds them to it).
+# profiler's memory events by scripts/measure_logit_bytes.py (tests/integration/test_logit_bytes.py holds them to it).
 # The update (verl's _update_actor: calculate_entropy only with entropy_coeff != 0 or actor.calculate_entropy):
 # the fp32 logits kept for backward + their fp32 gradient from the temperature division.
 UPDATE_LOGIT_BYTES = FP32 + FP32

@@ -10,7 +10,7 @@ The config is composed once (by the caller); layouts are varied in-process, neve
    of the world size, EP 1 or TP*DP. The generator only proposes values; it decides nothing.
 2. The judge is the preflight's own rule functions (`checks.layout.layout_problems`,
    `checks.rollout.rollout_problems`, `checks.batches.batch_problems`, ...) and the memory
-   estimate of `verl_qwen35.estimate`; a layout with an error is dropped, one with warnings kept
+   estimate of `model.memory.estimate_layout`; a layout with an error is dropped, one with warnings kept
    and listed. A warning that asks for a change (CP on NPU needs MindSpeed's context_parallel_algo)
    ranks its layout after those without; a note that changes nothing (sequence_parallel at TP 1,
    which verl turns off) does not rank.

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from verl_qwen35.checks import device_of, preflight
 from verl_qwen35.checks.memory import memory_column
@@ -31,6 +31,10 @@ MODES = {False: "launch", True: "dry", "full": "full"}
 
 class LaunchRefused(SystemExit):
     """Exit code 2: the reasons are already printed."""
+
+
+class PreflightRefused(LaunchRefused):
+    """Exit code 2: the preflight refused the config (not a submission that failed after it passed)."""
 
 
 def job_context() -> tuple[dict[str, str], str | None]:
@@ -106,36 +110,11 @@ def memory_or_blank(cfg: DictConfig, refused: bool) -> str:
         return ""
 
 
-PICTURE = "plan.picture"
-
-
-def picture_of(cfg: DictConfig, mode: str) -> str | None:
-    """`plan.picture` of a dry run, its file checked before the preflight (a bad suffix or directory: exit 2);
-    None when not set or at launch, which prints no plan. Nothing is imported unless it is set."""
-    value = OmegaConf.select(cfg, PICTURE, default=None)
-    if value is None or mode == "launch":
-        return None
-    from verl_qwen35.review.picture import require_matplotlib, target
-
-    target(value, PICTURE)
-    require_matplotlib(PICTURE)
-    return str(value)
-
-
-def picture_line(cfg: DictConfig, value: str, refused: bool) -> str:
-    """The plan's `picture` line: where the layout was drawn, or why not."""
-    if refused:
-        return "picture    not drawn: the preflight refuses this config (the errors above)"
-    from verl_qwen35.review.picture import draw_config
-
-    return f"picture    {draw_config(cfg, value, PICTURE).absolute()}"
-
-
-def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> None:
+def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> bool:
+    """False when the preflight refused the config in a sweep (alone, PreflightRefused is raised)."""
     mode = mode_of(cfg)
     link_patch(cfg)  # before resolution: `megatron.<any key>` reaches actor and ref
     resolve_naming_key(cfg)
-    picture = picture_of(cfg, mode)
     if broken := structure_problems(cfg):  # nothing below can read inside a section that is not there
         report(broken, output_dir, mode)
         return refused(len(broken))
@@ -148,8 +127,6 @@ def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) ->
     report(found, output_dir, mode, memory_or_blank(cfg, bool(errors)))
     if mode != "launch":
         print(redact("\n".join(plan_or_why_not(cfg, choices, output_dir, bool(errors)))))
-        if picture is not None:
-            print(picture_line(cfg, picture, bool(errors)))
         if not errors:
             for name, value in from_shell(cfg).items():
                 print(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
@@ -160,13 +137,14 @@ def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) ->
         print(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
     if submitting(cfg):  # Hydra always gives a run its output dir; the cwd only outside Hydra
         submit_run(cfg, str(Path(output_dir or ".").resolve()), choices.get("verl_schema"), dry=mode != "launch")
-        return
+        return True
     if mode != "launch":
-        return
+        return True
     if output_dir:
         write_launch_file(cfg, output_dir, choices.get("verl_schema"))
         print(f"relaunch   verl-qwen35 relaunch {output_dir}", file=sys.stderr)
     launch_now(cfg)
+    return True
 
 
 def submit_run(cfg: DictConfig, output_dir: str, schema: str | None, dry: bool) -> None:
@@ -190,11 +168,11 @@ def report(found: list[Problem], output_dir: str | None, mode: str, memory: str 
         print(redact(str(problem)), file=sys.stderr)
 
 
-def refused(errors: int) -> None:
+def refused(errors: int) -> bool:
     print(f"verdict    REFUSED: {errors} error(s), nothing launched", file=sys.stderr)
     if not in_multirun():
-        raise LaunchRefused(2)
-    # in a sweep the next job runs; SweepSummary reports and sets the exit code
+        raise PreflightRefused(2)
+    return False  # in a sweep the next job runs; SweepSummary reports and sets the exit code
 
 
 def launch_now(cfg: DictConfig, use_shell_env: bool = True) -> None:

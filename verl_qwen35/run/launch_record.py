@@ -1,4 +1,4 @@
-"""launch.yaml: the one record of a launch that `verl_qwen35.relaunch` (and a cluster job) launches again.
+"""launch.yaml: the one record of a launch that `verl-qwen35 relaunch` (and a cluster job) launches again.
 
 It holds the resolved config with the environment that was really used (the shell's values
 that won), an absolute checkpoint directory, and the verl schema it was composed for. Secret

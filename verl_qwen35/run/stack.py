@@ -3,8 +3,8 @@
 Nothing is imported to find a version: `importlib.metadata` gives it, `importlib.util.find_spec`
 says whether the module is importable (only the top-level package of a dotted name is imported,
 and `megatron` is a namespace package), and files are read as text (torch's `version.py` for its
-CUDA build, transformers' model directory, CANN's install info). Used by `python -m
-verl_qwen35.doctor` and, as launch-time errors, by `checks.machine`.
+CUDA build, transformers' model directory, CANN's install info). Used by `verl-qwen35
+doctor` and, as launch-time errors, by `run.machine.launch_problems`.
 """
 
 import importlib.util

@@ -10,27 +10,24 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from verl_qwen35.run.submit.base import BACKENDS, SubmitError, ray_device, relaunch_argv, submitting
+from verl_qwen35.run.submit.base import SubmitError, ray_device, relaunch_argv, submitting
 from verl_qwen35.run.submit.kuberay import submit_kuberay
 from verl_qwen35.run.submit.ray_job import submit_ray_job
 from verl_qwen35.run.submit.slurm import submit_slurm
 
-__all__ = ["BACKENDS", "SubmitError", "ray_device", "relaunch_argv", "submit", "submitting"]
+__all__ = ["SUBMITTERS", "SubmitError", "ray_device", "relaunch_argv", "submit", "submitting"]
+
+Submitter = Callable[[DictConfig, Path, bool, Callable[[], Path]], str | None]
+# One per backend of the schema's list (config/schema.py BACKENDS) but `none`, which launches here
+# (tests/integration/test_submit.py keeps the two and conf/submit/ the same).
+SUBMITTERS: dict[str, Submitter] = {"slurm": submit_slurm, "ray_job": submit_ray_job, "kuberay": submit_kuberay}
 
 
 def submit(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
     """Submit the run directory; the job id, or None in a dry run.
 
     `write_launch_file` writes the run's launch.yaml (run/launch_record.py write_launch_file); a backend calls it
-    once it knows the submission can go ahead (sbatch found, the Ray cluster answered).
+    once it knows the submission can go ahead (sbatch found, the Ray cluster answered). The preflight has
+    refused any other backend (checks/submit.py).
     """
-    backend = cfg.submit.backend
-    if backend == "slurm":
-        return submit_slurm(cfg, run_dir, dry, write_launch_file)
-    if backend == "ray_job":
-        return submit_ray_job(cfg, run_dir, dry, write_launch_file)
-    if backend == "kuberay":
-        return submit_kuberay(cfg, run_dir, dry, write_launch_file)
-    raise SubmitError(
-        f"submit.backend={backend!r}: use submit=slurm, submit=ray_job or submit=kuberay (submit=none: launch here)"
-    )
+    return SUBMITTERS[cfg.submit.backend](cfg, run_dir, dry, write_launch_file)

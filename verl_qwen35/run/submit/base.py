@@ -6,8 +6,6 @@ from omegaconf import DictConfig
 
 from verl_qwen35.checks import device_of
 
-BACKENDS = ("none", "slurm", "ray_job", "kuberay")
-
 
 class SubmitError(Exception):
     """A submission that cannot go ahead; the message names the key or command to change (exit 2)."""

@@ -1,0 +1,44 @@
+"""`plan.picture=FILE` in a dry run: the command draws the layout after the job, since run/ never draws.
+
+The file is checked before the job starts (a bad suffix or directory exits 2 before the preflight); the layout is
+drawn only when the preflight passed. A launch prints no plan, so it draws nothing. Nothing is imported unless
+the key is set.
+"""
+
+from omegaconf import DictConfig, OmegaConf
+
+from verl_qwen35.run.job import PreflightRefused, mode_of, run_job
+
+PICTURE = "plan.picture"
+NOT_DRAWN = "picture    not drawn: the preflight refuses this config (the errors above)"
+
+
+def picture_of(cfg: DictConfig) -> str | None:
+    """The dry run's `plan.picture`, its file checked; None when not set or at launch."""
+    value = OmegaConf.select(cfg, PICTURE, default=None)
+    if value is None or mode_of(cfg) == "launch":
+        return None
+    from verl_qwen35.review.picture import require_matplotlib, target
+
+    target(value, PICTURE)
+    require_matplotlib(PICTURE)
+    return str(value)
+
+
+def job_and_picture(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> None:
+    """The job (run/job.py), then the plan's `picture` line: where the layout was drawn, or why not."""
+    value = picture_of(cfg)
+    if value is None:
+        run_job(cfg, choices, output_dir)
+        return
+    try:
+        passed = run_job(cfg, choices, output_dir)
+    except PreflightRefused:
+        print(NOT_DRAWN)
+        raise
+    if not passed:
+        print(NOT_DRAWN)
+        return
+    from verl_qwen35.review.picture import draw_config
+
+    print(f"picture    {draw_config(cfg, value, PICTURE).absolute()}")
