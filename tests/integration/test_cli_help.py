@@ -199,3 +199,34 @@ def test_presets_show_the_file_hydra_loads_when_names_clash(my_conf, tmp_path):
     assert printed.returncode == 0, printed.stderr
     line = next(x for x in presets_text([my_conf]).splitlines() if x.strip().startswith("35b_gpu "))
     assert "nnodes: 1\n" in printed.stdout and "1 x 8 = 8" in line and str(my_conf) not in line
+
+
+def _described(text: str) -> dict[tuple[str, str], str]:
+    """(group, option) -> the description `presets` prints: after the name, or for a layout on the line below."""
+    found: dict[tuple[str, str], str] = {}
+    group, lines = None, text.splitlines()
+    for i, line in enumerate(lines):
+        if line and not line.startswith(" ") and "  (default: " in line:
+            group = line.split()[0]
+        elif group and line.startswith("  ") and not line.startswith("   "):
+            name, _, rest = line.strip().partition(" ")
+            below = lines[i + 1] if i + 1 < len(lines) else ""
+            found[(group, name)] = below.strip() if group == "parallel" and below.startswith("   ") else rest.strip()
+        elif not line:
+            group = None
+    return found
+
+
+def test_every_model_device_layout_and_tuning_has_a_whole_one_line_description(cli):
+    """A newcomer reads `presets` to choose: each option says what it is in one complete sentence (the first
+    comment line of its YAML file, not a line cut mid-sentence or a file whose comment sits below its defaults)."""
+    done = cli("presets")
+    assert done.code == 0, done.err
+    described = _described(done.out)
+    for group in ("model", "device", "parallel", "tuning", "submit", "logger", "verl_schema"):
+        for name in discover()[group]:
+            text = described[(group, name)]
+            assert text.endswith("."), f"{group}/{name}: {text!r}"
+            assert text.count("(") == text.count(")") and text.count("`") % 2 == 0, f"{group}/{name}: {text!r}"
+    assert "Qwen3.5-397B-A17B" in described[("model", "397b")]
+    assert "one rollout replica of DP 16 x TP 16" in described[("parallel", "397b_npu")]

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from omegaconf import OmegaConf
 
 from verl_qwen35.cli.diff import main as diff_main
@@ -284,3 +285,51 @@ def test_markdown_calls_out_an_actor_ref_mismatch(capsys):
     code = diff_main([NPU, f"{NPU} actor_rollout_ref.ref.megatron.use_remove_padding=true", "--format", "markdown"])
     out = capsys.readouterr().out
     assert code == 1 and "> :warning: actor/ref Megatron mismatch in B: " in out and "use_remove_padding" in out
+
+
+def _submitted_dry_run(cli, run_dir: Path, *overrides: str) -> Path:
+    """A run directory as `submit=slurm dry_run=true` leaves it: launch.yaml, the record a cluster job relaunches."""
+    done = cli("model=35b", "device=gpu", "submit=slurm", "dry_run=true", f"hydra.run.dir={run_dir}", *overrides)
+    assert done.code == 0, done.said
+    return run_dir / "launch.yaml"
+
+
+def test_two_launch_records_of_the_same_overrides_are_equal_and_a_change_shows_as_that_key(cli, tmp_path):
+    """launch.yaml holds the config under `config` beside its metadata: diff reads the config it records, and
+    paths under each record's own run directory (the wandb directory) compare as `<run dir>`."""
+    a = _submitted_dry_run(cli, tmp_path / "a")
+    b = _submitted_dry_run(cli, tmp_path / "b")
+    same = cli("diff", str(a), str(b))
+    assert (same.code, same.out.splitlines()[-1]) == (0, "0 changed, 0 added, 0 removed"), same.said
+    assert cli("diff", str(tmp_path / "a"), str(tmp_path / "b")).code == 0  # a run directory reads its launch.yaml
+    c = _submitted_dry_run(cli, tmp_path / "c", "actor_rollout_ref.actor.optim.lr=2e-6")
+    changed = cli("diff", str(a), str(c))
+    assert changed.code == 1 and changed.out.splitlines()[-1] == "1 changed, 0 added, 0 removed", changed.said
+    assert "~ actor_rollout_ref.actor.optim.lr: 1e-06 -> 2e-06" in changed.out
+
+
+def test_a_dry_runs_directory_without_a_record_reads_its_hydra_config(cli, tmp_path):
+    done = cli("model=35b", "device=gpu", "dry_run=true", f"hydra.run.dir={tmp_path / 'run'}")
+    assert done.code == 0, done.said
+    same = cli("diff", str(tmp_path / "run"), str(tmp_path / "run" / ".hydra" / "config.yaml"))
+    assert same.code == 0, same.said
+    empty = cli("diff", str(tmp_path), str(tmp_path / "run"))
+    assert empty.code == 2 and "not a run directory" in empty.err
+
+
+def test_nothing_in_a_launch_record_is_resolved(cli, tmp_path, monkeypatch):
+    """A record is data: an interpolation a hand (or a hostile edit) left in it is compared as its text."""
+    monkeypatch.setenv("SECRET_FOR_DIFF", "s3cr3t")
+    record = _submitted_dry_run(cli, tmp_path / "a")
+    data = yaml.safe_load(record.read_text())
+    trainer = data["config"]["trainer"]
+    trainer["project_name"] = "${oc.env:SECRET_FOR_DIFF}"
+    trainer["experiment_name"] = "\\\\${trainer.project_name}"  # an escaped backslash, then an interpolation
+    edited = record.with_name("edited.yaml")  # in the same run directory
+    edited.write_text(yaml.safe_dump(data, sort_keys=False))
+    done = cli("diff", str(record), str(edited), "--format", "json")
+    assert done.code == 1 and "s3cr3t" not in done.said, done.said
+    changed = json.loads(done.out)["changed"]
+    assert set(changed) == {"trainer.project_name", "trainer.experiment_name"}, changed
+    assert changed["trainer.project_name"]["b"] == "${oc.env:SECRET_FOR_DIFF}"
+    assert changed["trainer.experiment_name"]["b"] == "\\${trainer.project_name}"

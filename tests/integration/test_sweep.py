@@ -3,10 +3,8 @@
 import csv
 import json
 import re
-import signal
 import subprocess
 import sys
-import time
 
 
 def sweep(tmp_path, *overrides):

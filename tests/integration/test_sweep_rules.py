@@ -356,17 +356,17 @@ def test_ctrl_c_before_any_job_wrote_its_directory_still_writes_the_summary(tmp_
     assert "sweep interrupted: 0 job(s) finished" in capsys.readouterr().out
 
 
-def test_a_job_whose_submission_is_refused_is_failed_with_the_reason(multirun, tmp_path, capsys):
-    """submit=slurm refuses a run dir an `#SBATCH` line cannot carry (exit 2 inside the job): failed, sweep goes on."""
+def test_a_job_whose_run_dir_the_submission_cannot_carry_is_refused_with_the_reason(multirun, tmp_path, capsys):
+    """submit=slurm refuses a run dir an `#SBATCH` line cannot carry: a preflight refusal of each job (known once
+    Hydra picks the job's directory, before its verdict), and the sweep goes on."""
     sweep_dir = tmp_path / "my sweep"
     code, _, rows = multirun(
         "model=35b", "device=gpu", "parallel.tp=2,4", "submit=slurm", capsys=capsys, sweep_dir=sweep_dir
     )
     assert code == 2
-    assert [(r["status"], r["valid"]) for r in rows] == [("failed", "False")] * 2
+    assert [(r["status"], r["valid"]) for r in rows] == [("refused", "False")] * 2
     for row in rows:  # the reason itself, not only an exit code
-        assert row["reason"].startswith("[submit] "), row["reason"]
-        assert "my sweep" in row["reason"], row["reason"]
+        assert row["reason"].startswith("hydra.run.dir: ") and "my sweep" in row["reason"], row["reason"]
     assert not list(sweep_dir.glob("*/job.sbatch")) and not list(sweep_dir.glob("*/launch.yaml")), "nothing to submit"
 
 

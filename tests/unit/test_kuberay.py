@@ -24,7 +24,9 @@ from tests.conftest import COMBOS
 from tests.tiny_data import write_geo3k_stub
 
 CRD = Path(__file__).parents[1] / "data" / "kuberay" / "ray.io_rayjobs.yaml.gz"
-IMAGE = "quay.io/ascend/verl:v0.8.0-cann9.0.0-torch2.9.0post2-a3-ubuntu22.04-py3.11-vllm"
+# An image built FROM verl's with this package added (docs/clusters.md, "The image"); verl's own lacks it.
+IMAGE = "registry.example.com/team/verl-qwen35:v0.8.0-a3"
+STOCK = "quay.io/ascend/verl:v0.8.0-cann9.0.0-torch2.9.0post2-a3-ubuntu22.04-py3.11-vllm"
 
 
 def structural(node: Any) -> Any:
@@ -305,6 +307,29 @@ def test_a_run_directory_off_the_shared_storage_is_refused_before_anything_is_wr
     )
     assert run.code == 2 and "submit.storage.mount_path" in run.err and "Traceback" not in run.said
     assert not list(tmp_path.rglob("rayjob.yaml")) and not list(tmp_path.rglob("launch.yaml"))
+    # A refusal of the verdict, never after one: no "verdict OK" anywhere, the error before "REFUSED".
+    assert "verdict    OK" not in run.said and "verdict    REFUSED: 1 error(s)" in run.err
+    assert run.err.index("ERROR   [submit.storage.mount_path, hydra.run.dir") < run.err.index("REFUSED")
+
+
+@pytest.mark.parametrize("image", [STOCK, "verlai/verl:app-verl0.6-transformers4.56.1-vllm0.10.2-mcore0.13.0-te2.2"])
+def test_a_stock_verl_image_is_named_a_warning_saying_it_lacks_this_package(cli, tmp_path, image):
+    """The job runs `python -m verl_qwen35 relaunch` in the image: verl's own images do not hold this package."""
+    run = cli("submit=kuberay", f"submit.image={image}", *storage(tmp_path), "dry_run=true")
+    assert run.code == 0, run.said
+    (line,) = [x for x in run.err.splitlines() if x.startswith("WARNING [submit.image]")]
+    assert f"submit.image={image} is a stock verl image, which does not hold verl-qwen35" in line
+    assert "pip install --no-deps" in line and "docs/clusters.md" in line
+    assert "verdict    OK (3 warning(s))" in run.out  # the two missing data files, and the image
+    ours = kuberay(cli, tmp_path, "dry_run=true")
+    assert ours.code == 0 and "[submit.image]" not in ours.said, ours.said
+
+
+def test_a_missing_image_asks_for_one_holding_this_package(cli, tmp_path):
+    run = cli("submit=kuberay", *storage(tmp_path), "dry_run=true")
+    assert run.code == 2
+    assert "needs a container image holding verl, vLLM and verl-qwen35" in run.err
+    assert run.err.index("ERROR   [submit.image]") < run.err.index("REFUSED") and "verdict    OK" not in run.said
 
 
 def test_a_command_in_submit_python_stays_words_in_the_entrypoint(cli, tmp_path):

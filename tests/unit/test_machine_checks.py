@@ -2,14 +2,18 @@
 
 import copy
 import json
+import re
+import shlex
 import subprocess
 import sys
 from functools import cache
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from omegaconf import open_dict
 
+from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.checks.files import ARCH_FIELDS, data_problems, model_path_problems
 from verl_qwen35.config import compose
 
@@ -220,3 +224,73 @@ def test_the_prompt_column_is_the_one_data_prompt_key_names(tmp_path):
     with open_dict(cfg):
         del cfg.data["prompt_key"]  # absent: verl's default, `prompt`, which the files have
     assert data_problems(cfg, missing="error") == []
+
+
+def _plan_line(out: str, start: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith(start))
+
+
+def test_the_plans_memory_parts_add_up_to_its_totals_and_a_zero_part_says_why(cli, combo):
+    """Each device phase's total is the sum of the parts the plan prints (reserve and HCCL buffers included),
+    and a part of 0.0 GiB says why (offloaded, no reference model, not the last stage)."""
+    model, device = combo
+    done = cli(f"model={model}", f"device={device}", "dry_run=true")
+    assert done.code == 0, done.err
+    for start in ("memory     train ", "           rollout "):
+        line = _plan_line(done.out, start)
+        total = float(re.search(r"(?:train|rollout) ([\d.]+) GiB of ", line).group(1))
+        summed = line.split(" = ", 1)[1].split("; ")[0] if "train" in start else line.split(" = ", 1)[1]
+        parts = summed.removesuffix(" GiB").split(" + ")
+        values = [float(re.match(r"[A-Za-z -]+? (-?[\d.]+)", part).group(1)) for part in parts]
+        assert abs(sum(values) - total) <= 0.05 * (len(values) + 1), line
+        for part, value in zip(parts, values, strict=True):
+            assert value != 0 or part.endswith(")"), f"{part!r}: a zero part without its reason in {line}"
+        if device == "npu":
+            assert "+ HCCL buffers " in line and "+ reserve " in line
+
+
+@pytest.mark.parametrize("device", ["npu", "gpu"])
+def test_the_plans_rollout_line_says_replicas_dp_tp_and_ep_as_verl_builds_them(cli, device):
+    """397B: verl starts world // (tp*dp*pp) vLLM servers (workers/rollout/llm_server.py): one replica of
+    DP 16 engines over every device, its experts split over all of them (EP = TP x DP)."""
+    done = cli("model=397b", f"device={device}", "dry_run=true")
+    assert done.code == 0, done.err
+    cfg = compose(["model=397b", f"device={device}"])
+    rollout = cfg.actor_rollout_ref.rollout
+    tp, dp, pp, ep = (
+        rollout.tensor_model_parallel_size,
+        rollout.data_parallel_size,
+        rollout.pipeline_model_parallel_size,
+        rollout.expert_parallel_size,
+    )
+    world = cfg.trainer.n_gpus_per_node * cfg.trainer.nnodes  # the actor's worker group, which verl splits
+    line = _plan_line(done.out, "rollout    ")
+    assert (world // (tp * dp * pp), dp, ep, world) == (1, 16, world, 16 * tp)
+    assert f"vllm: 1 replica(s) of {world} devices (16 nodes), each one server of DP 16 engine(s) of TP {tp};" in line
+    assert f"EP {world}: routed experts split over the replica's {world} devices" in line
+
+
+def _advised_out(said: str, key: str) -> Path:
+    line = next(x for x in said.splitlines() if x.startswith(f"WARNING [{key}]"))
+    return Path(shlex.split(line.split("prepare it with: ", 1)[1].split(",")[0].split(" [machine")[0])[3])
+
+
+def test_following_the_missing_data_advice_leads_to_a_run_without_the_warning(cli, tmp_path):
+    """The advised `verl-qwen35 data --out DIR` writes exactly where data.train_files / data.val_files point (here
+    a relative path, read from the launch directory); its download is replaced by writing the same two files."""
+    overrides = ("model=35b", "device=gpu", "dry_run=true")
+    places = ("data.train_files=my data/train.parquet", "data.val_files=my data/test.parquet")
+    before = cli(*overrides, *places)
+    assert before.code == 0, before.said
+    out = _advised_out(before.said, "data.train_files")
+    assert out == _advised_out(before.said, "data.val_files") == (tmp_path / "my data").absolute()
+    write_geo3k_stub(out)  # what `verl-qwen35 data --out DIR` leaves: DIR/train.parquet, DIR/test.parquet
+    after = cli(*overrides, *places)
+    assert after.code == 0 and "[data." not in after.said, after.said
+
+
+def test_a_file_name_the_data_command_does_not_write_gets_the_override_that_points_at_what_it_writes(cli, tmp_path):
+    done = cli("model=35b", "device=gpu", "dry_run=true", f"data.train_files={tmp_path}/geo3k_train.parquet")
+    line = next(x for x in done.err.splitlines() if x.startswith("WARNING [data.train_files]"))
+    assert f"verl-qwen35 data --out {tmp_path}, which writes train.parquet and test.parquet there" in line
+    assert f"then set data.train_files={tmp_path}/train.parquet" in line

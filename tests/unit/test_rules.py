@@ -746,7 +746,7 @@ def test_the_plans_memory_lines_show_each_phase_or_why_there_is_no_estimate():
     assert params.startswith("params     ") and "B per training rank" in params
     assert train.startswith(f"memory     train {e.train_gib:.1f} GiB of {cap:g} GiB (") and "log-prob pass" in train
     assert rollout.startswith(f"           rollout {e.rollout_gib:.1f} GiB of {cap:g} GiB (")
-    assert f"= {e.sequences_fit} sequences of 3072 tokens ({e.sequences_wanted} wanted at once)" in rollout
+    assert f"= {e.sequences_fit} sequences of 3072 tokens, {e.sequences_wanted} wanted at once)" in rollout
     assert host.startswith(f"host       {e.host_per_node_gib:.1f} GiB of ") and host.endswith("fits: yes")
     uneven = config(**{"actor_rollout_ref.actor.megatron.expert_model_parallel_size": 3})
     assert memory_lines(uneven) == ["memory     (no estimate: the parallel.* layout does not split evenly)"]

@@ -5,6 +5,7 @@ about a missing file; a launch, or `dry_run=full`, refuses it.
 """
 
 import importlib.util
+import shlex
 from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig
@@ -14,6 +15,8 @@ from verl_qwen35.config.yaml_files import load_json_object
 from verl_qwen35.errors import UserError
 
 PREPARE = "verl-qwen35 data --out {dir}"
+# What `verl-qwen35 data --out DIR` writes into DIR (cli/data.py), for data.train_files and data.val_files.
+DATA_FILES = {"data.train_files": "train.parquet", "data.val_files": "test.parquet"}
 # A missing file only matters where the job runs: say so when it is merely a warning.
 ON_THIS_MACHINE = " [machine check: an error at launch and with dry_run=full]"
 
@@ -45,6 +48,17 @@ def _paths(value: str | ListConfig) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
+def prepare_advice(key: str, file: Path) -> str:
+    """The data command that writes exactly the file `key` names: --out is its directory, made absolute here
+    (the check reads a relative path from this directory, as the launch does); a name the command does not write
+    asks for the override that points at what it writes."""
+    out = file.parent if file.is_absolute() or str(file).startswith("~") else file.absolute().parent
+    prepare = f"prepare it with: {PREPARE.format(dir=shlex.quote(str(out)))}"
+    if file.name in DATA_FILES.values():
+        return prepare
+    return f"{prepare}, which writes {' and '.join(DATA_FILES.values())} there, then set {key}={out / DATA_FILES[key]}"
+
+
 def data_problems(cfg: DictConfig, missing: Level) -> list[Problem]:
     found = []
     columns = required_columns(cfg)
@@ -52,10 +66,8 @@ def data_problems(cfg: DictConfig, missing: Level) -> list[Problem]:
         for path in _paths(cfg.data[key.split(".")[1]]):
             file = Path(path)
             if not file.is_file():
-                prepare = PREPARE.format(dir=file.parent)
-                found.append(
-                    Problem(missing, (key,), f"{path} does not exist; prepare it with: {prepare}{_where(missing)}")
-                )
+                advice = prepare_advice(key, file)
+                found.append(Problem(missing, (key,), f"{path} does not exist; {advice}{_where(missing)}"))
                 continue
             found += _parquet_problems(key, file, columns)
     return found

@@ -4,7 +4,8 @@ Names are Kubernetes' own rules (k8s.io/apimachinery/pkg/util/validation/validat
 metadata.name a DNS-1035 label of at most 47 characters (KubeRay's ValidateRayJobMetadata,
 ray-operator/controllers/ray/utils/validation.go), the namespace a DNS-1123 label, a Secret's and a
 PersistentVolumeClaim's names DNS-1123 subdomains, node selector keys qualified names and values label
-values. The image is mandatory. Values become YAML data (quoted by the YAML writer), so quotes and `$(...)`
+values. The image is mandatory and must hold this package (the job runs `verl_qwen35.relaunch`): a stock
+verl image is named, as a warning. Values become YAML data (quoted by the YAML writer), so quotes and `$(...)`
 in them stay text; what is refused is what Kubernetes refuses or what would run elsewhere than meant.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35 import shell
-from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.checks.problem import Problem, error, warning
 
 _DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -23,9 +24,22 @@ _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 _QUALIFIED = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 # An image reference: registry/path:tag@digest characters only (distribution/reference's grammar's alphabet).
 _IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@+-]*")
+PACKAGE = "verl-qwen35"
+BUILD = (
+    "build one FROM verl's image (quay.io/ascend/verl:<tag>, verlai/verl:<tag>) that adds this package with "
+    '`pip install --no-deps` (docs/clusters.md, "The image") and set submit.image to it'
+)
 MAX_RAYJOB_NAME = 47  # KubeRay's MaxRayJobNameLength (constant.go)
 # Devices a whole node holds, as run/submit/kuberay.py assumes when submit.node_devices is null.
 DEFAULT_NODE_DEVICES = {"gpu": 8, "npu": 16}
+
+
+def stock_verl_image(image: str) -> bool:
+    """verl's published images (verlai/verl, quay.io/ascend/verl: a repository named `verl`) ship verl and its
+    stack, not this package."""
+    name = image.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return last.split(":", 1)[0] == "verl"
 
 
 def _name(key: str, value: Any, pattern: re.Pattern, limit: int, what: str, found: list[Problem]) -> None:
@@ -121,12 +135,20 @@ def kuberay_problems(cfg: DictConfig) -> list[Problem]:
         found.append(
             error(
                 "submit.image",
-                "submit.image is null: every pod needs a container image, e.g. "
-                "submit.image=quay.io/ascend/verl:<tag> (verl's images hold verl, vLLM and the stack)",
+                f"submit.image is null: every pod needs a container image holding verl, vLLM and {PACKAGE} (the "
+                f"job runs `python -m verl_qwen35 relaunch`): {BUILD}",
             )
         )
     elif not (isinstance(image, str) and len(image) <= 4096 and _IMAGE.fullmatch(image)):
         found.append(error("submit.image", f"submit.image={image!r}: not an image reference (registry/name:tag)"))
+    elif stock_verl_image(image):
+        found.append(
+            warning(
+                "submit.image",
+                f"submit.image={image} is a stock verl image, which does not hold {PACKAGE}: the job runs "
+                f"`python -m verl_qwen35 relaunch` in it and would stop at once unless your image adds it; {BUILD}",
+            )
+        )
     if s.get("name") is not None:
         what = "a DNS-1035 label (lower-case letters, digits, '-', a letter first)"
         _name("submit.name", s.name, _DNS1035, MAX_RAYJOB_NAME, what, found)

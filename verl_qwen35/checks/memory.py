@@ -186,20 +186,70 @@ def memory_lines(cfg: DictConfig) -> list[str]:
         else:
             why = "; ".join(str(p) for p in input_problems(cfg)) or "the parallel.* layout does not split evenly"
         return [f"memory     (no estimate: {why})"]
-    t, r = e.train_breakdown, e.rollout_breakdown
+    t, r, lp = e.train_breakdown, e.rollout_breakdown, e.log_prob_breakdown
     s = cfg.data.max_prompt_length + cfg.data.max_response_length
+    why = memory_model.zero_reasons(memory_model.Settings.of(cfg), e.train_stage == Layout.of(cfg).pp - 1)
+    fixed = [("reserve", t["reserved"], None), ("HCCL buffers", t["hccl_buffers"], "hccl_buffers")]
+    update = e.update_gib - t["reserved"] - t["hccl_buffers"]
+    log_prob = e.log_prob_gib - t["reserved"] - t["hccl_buffers"]
+    if e.update_gib >= e.log_prob_gib:
+        phase = f"the update on pipeline stage {e.train_stage}"
+        parts = [(name, t[key], key) for name, key in TRAIN_PARTS]
+        other = f"log-prob pass {log_prob:.1f} (below the update's {update:.1f})"
+    else:
+        side = "old_log_prob" if lp["old_log_prob"] >= lp["ref_log_prob"] else "ref_log_prob"
+        which = "old-policy" if side == "old_log_prob" else "reference"
+        phase = f"the {which} log-prob pass on pipeline stage {e.train_stage}"
+        parts = [
+            ("resident", lp["resident"], "resident"),
+            ("loaded weights", lp["loaded_weights"], "loaded_weights"),
+            ("activations", lp[f"{side}_activations"], None),
+            ("logits", lp[f"{side}_logits"], "log_prob_logits"),
+        ]
+        other = f"update {update:.1f} (below the pass's {log_prob:.1f})"
+    rollout_parts = [
+        ("actor residue", r["actor_residue"], "actor_residue"),
+        ("reserve", r["reserved"], None),
+        ("HCCL buffers", r["hccl_buffers"], "hccl_buffers"),
+    ]
+    util = cfg.actor_rollout_ref.rollout.gpu_memory_utilization
+    vllm = (
+        f"vLLM {r['vllm_budget']:.1f} (gpu_memory_utilization={util}: "
+        f"weights {r['vllm_weights']:.1f}, workspace {r['vllm_workspace']:.1f}, cache {r['kv_and_state_cache']:.1f} = "
+        f"{e.sequences_fit} sequences of {s} tokens, {e.sequences_wanted} wanted at once)"
+    )
     return [
         f"params     {e.params_total / 1e9:.1f}B total, {e.params_active / 1e9:.2f}B active; "
         f"{e.params_per_rank / 1e9:.2f}B per training rank, {e.rollout_params_per_rank / 1e9:.2f}B per rollout rank"
         + (f"; vision tower {e.vision_params / 1e9:.2f}B" if e.vision_params else ""),
-        f"memory     train {_percent(e.train_gib, e.device_memory_gib)} per device (stage {e.train_stage}: "
-        f"update: weights {t['weights']:.1f} + grads {t['gradients']:.1f} + optimizer {t['optimizer']:.1f} + "
-        f"activations {t['activations']:.1f} + logits {t['logits']:.1f}; log-prob pass {t['log_prob_pass']:.1f})",
-        f"           rollout {_percent(e.rollout_gib, e.device_memory_gib)}: vLLM {r['vllm_budget']:.1f} GiB, "
-        f"weights {r['vllm_weights']:.1f}, cache {r['kv_and_state_cache']:.1f} GiB = {e.sequences_fit} sequences of "
-        f"{s} tokens ({e.sequences_wanted} wanted at once)",
+        f"memory     train {_percent(e.train_gib, e.device_memory_gib)} per device, at {phase} = "
+        f"{_sum(parts + fixed, why)}; {other}",
+        f"           rollout {_percent(e.rollout_gib, e.device_memory_gib)} = {vllm} + {_sum(rollout_parts, why)}",
         f"host       {_percent(e.host_per_node_gib, e.host_memory_gib)} per node; fits: {'yes' if e.fits else 'NO'}",
     ]
+
+
+# The update's parts, as the plan names them, and their train_breakdown keys.
+TRAIN_PARTS = (
+    ("weights", "weights"),
+    ("grads", "gradients"),
+    ("optimizer", "optimizer"),
+    ("activations", "activations"),
+    ("logits", "logits"),
+    ("reference", "reference"),
+)
+
+
+def _sum(parts: list[tuple[str, float, str | None]], why: dict[str, str]) -> str:
+    """'a 1.0 + b 0.0 (why it is 0) + ...' in GiB: every part of a total, a zero one with its reason.
+    HCCL buffers are left out on GPU, where the reserve holds NCCL's."""
+    shown = []
+    for name, gib, key in parts:
+        if key == "hccl_buffers" and gib == 0:
+            continue
+        reason = why.get(key or "") if round(gib, 1) == 0 else None
+        shown.append(f"{name} {gib:.1f}" + (f" ({reason})" if reason else ""))
+    return " + ".join(shown) + " GiB"
 
 
 def memory_column(cfg: DictConfig) -> str:

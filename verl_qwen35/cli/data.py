@@ -10,10 +10,11 @@ import os
 import sys
 from pathlib import Path
 
+from verl_qwen35.checks.files import DATA_FILES
 from verl_qwen35.installed import launch_install_command
 
 REPO = "tyzhu/geo3k"
-FILES = ("train.parquet", "test.parquet")
+FILES = tuple(DATA_FILES.values())  # train, test: what the preflight's advice says this writes
 
 
 class OfflineError(RuntimeError):

@@ -128,8 +128,11 @@ def presets_text(extra_dirs: Iterable[Path] = ()) -> str:
             if group == "parallel":
                 machine = tested_on(option.name, extra_dirs)
                 size, rest = layout_summary(option.values(), groups.get("hardware", {}).get(machine or ""))
-                text = f"{size:<12} {rest}"
-            elif group == "hardware":
+                lines.append(f"  {option.name:<{width}}{size:<12} {rest}{_origin(option)}".rstrip())
+                if about := option.description():  # the layout's why, on a line of its own under its numbers
+                    lines.append(f"  {'':<{width}}{about}")
+                continue
+            if group == "hardware":
                 text = f"{hardware_summary(option.values())}: {option.description()}"
             else:
                 text = option.description()

@@ -823,6 +823,26 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
     )
 
 
+def zero_reasons(s: Settings, last_stage: bool) -> dict[str, str]:
+    """Why a part of the estimate is 0 GiB, by its breakdown name: a plan that prints "optimizer 0.0" says why."""
+    why = {}
+    if s.optimizer_cpu_offload and s.optimizer_offload_fraction >= 1:
+        why["optimizer"] = "on the host: override_optimizer_config.optimizer_cpu_offload"
+    if not s.uses_reference:
+        why["reference"] = "no reference model: use_kl_loss and use_kl_in_reward are off"
+    elif s.param_offload:
+        why["reference"] = "on the host: megatron.param_offload"
+    if not last_stage:
+        why["logits"] = why["log_prob_logits"] = "not the last pipeline stage"
+    if s.hccl_buffer_gib == 0:
+        why["hccl_buffers"] = "none: GPU, NCCL's buffers are in the reserve"
+    if not s.param_offload:
+        why["loaded_weights"] = "the weights stay on the device, in the resident part"
+    if s.param_offload and s.grad_offload and (s.optimizer_offload or "optimizer" in why):
+        why["resident"] = why["actor_residue"] = "offloaded between phases: megatron.param_offload, optimizer_offload"
+    return why
+
+
 def read_inputs(cfg: DictConfig) -> tuple[ModelFacts, Settings]:
     """The model facts and settings of a resolved config; `InputError` names the first unusable key."""
     return ModelFacts.of(cfg.get("model") or {}), Settings.of(cfg)

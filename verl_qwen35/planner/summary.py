@@ -59,13 +59,29 @@ def hardware_line(hw: DictConfig) -> str:
     )
 
 
+def rollout_line(name: str, lo: Layout) -> str:
+    """How verl places vLLM: world // (TP*DP*PP) replicas, each one server of DP engines of TP (x PP) devices
+    (verl workers/rollout/llm_server.py, replica.py); EP > 1 spreads each replica's routed experts over its
+    TP*DP devices (vllm_async_server.py enable_expert_parallel; workers/config/rollout.py: EP == TP*DP)."""
+    per = lo.gen_tp * lo.gen_dp * lo.gen_pp
+    replicas = lo.world // per if per and lo.world % per == 0 else "?"
+    nodes = f" ({per // lo.devices_per_node} nodes)" if per > lo.devices_per_node else ""
+    pp = f" x PP {lo.gen_pp}" if lo.gen_pp > 1 else ""
+    engines = f"DP {lo.gen_dp} engine(s) of TP {lo.gen_tp}{pp}"
+    experts = (
+        f"EP {lo.gen_ep}: routed experts split over the replica's {lo.gen_ep} devices"
+        if lo.gen_ep > 1
+        else f"EP off: each engine holds every expert, split by TP {lo.gen_tp}"
+    )
+    return f"rollout    {name}: {replicas} replica(s) of {per} devices{nodes}, each one server of {engines}; {experts}"
+
+
 def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> list[str]:
     lo, m = Layout.of(cfg), cfg.model
     split = Split.of(cfg.megatron.override_transformer_config)
     prompts, mini = cfg.data.train_batch_size, cfg.actor_rollout_ref.actor.ppo_mini_batch_size
     unset = cfg.env.unset
     rollout = cfg.actor_rollout_ref.rollout
-    replica = lo.gen_tp * lo.gen_dp * lo.gen_pp
     layout = f"tp={lo.tp} pp={lo.pp} cp={lo.cp} ep={lo.ep} etp={lo.etp} vpp={lo.vpp}"
     return [
         f"model      {m.name} ({choices.get('model', '?')}), weights {cfg.actor_rollout_ref.model.path}",
@@ -74,7 +90,7 @@ def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None)
         f"world      {lo.nnodes} node(s) x {lo.devices_per_node} = {lo.world} devices",
         f"training   {layout}",
         f"           DP {lo.dp}, expert-DP {lo.expert_dp}, layers per pipeline stage {layers_per_stage(lo, m, split)}",
-        f"rollout    {rollout.name} tp={lo.gen_tp}: {lo.world // replica if replica else '?'} replica(s)",
+        rollout_line(rollout.name, lo),
         f"step       {prompts} prompts x n={rollout.n} = {prompts * rollout.n} sequences, mini-batch {mini}",
         *memory_lines(cfg),
         *step_lines(cfg, training_steps(cfg, train_rows(cfg)).total),

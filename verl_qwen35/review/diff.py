@@ -19,7 +19,9 @@ from verl_qwen35.checks.parity import parity_errors
 from verl_qwen35.config import compose
 from verl_qwen35.config.schema import ACTOR, REF
 from verl_qwen35.config.yaml_files import load_mapping
+from verl_qwen35.errors import UserError
 from verl_qwen35.review.flat import flatten
+from verl_qwen35.run.launch_record import HEADER, LAUNCH_FILE
 
 _ENV_READ = re.compile(r"\$\{(\s*(?:oc\.env|env)\s*:)")
 
@@ -39,14 +41,55 @@ class Diff:
 
 
 def load(spec: str) -> DictConfig:
-    """An existing .yaml path is loaded (with limits, without any `hydra` node); anything else is an override set."""
-    if spec.endswith((".yaml", ".yml")) or Path(spec).is_file():
-        data = load_mapping(Path(spec))
+    """An existing .yaml path is loaded (with limits, without any `hydra` node); a launch record (launch.yaml) as
+    the config it records; a run directory as its launch.yaml, else its .hydra/config.yaml; anything else is an
+    override set."""
+    path = Path(spec)
+    if path.is_dir():
+        path = next((p for p in (path / LAUNCH_FILE, path / ".hydra" / "config.yaml") if p.is_file()), path)
+        if path.is_dir():
+            raise UserError(f"{spec}: a directory without {LAUNCH_FILE} or .hydra/config.yaml (not a run directory)")
+    if spec.endswith((".yaml", ".yml")) or path.is_file():
+        data = load_mapping(path)
+        if is_launch_record(data):  # every `${` in it already text: nothing to keep unresolved
+            return OmegaConf.create(recorded_config(data, path.resolve().parent))
         data.pop("hydra", None)
         cfg = OmegaConf.create(data)
     else:
         cfg = compose(shlex.split(spec))
     return shown_unresolved_env(cfg)
+
+
+def is_launch_record(data: dict[str, Any]) -> bool:
+    """launch.yaml's shape (run/launch_record.py): our metadata node and the config under `config`."""
+    return set(data) == {HEADER, "config"} and isinstance(data[HEADER], dict) and isinstance(data["config"], dict)
+
+
+_START = re.compile(r"(\\*)\$\{")
+
+
+def recorded_config(data: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """The config a launch record holds, as data: every `${` it holds stays text (the writer escapes them; one a
+    hand or a hostile edit left unescaped is escaped here, so nothing in a record is resolved), and paths under
+    the record's own run directory read `<run dir>/...`, so two runs of the same overrides compare equal."""
+    root = str(run_dir)
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        if not isinstance(value, str):
+            return value
+        if value == root or value.startswith(root + "/"):
+            value = RUN_DIR + value[len(root) :]
+        # An even run of backslashes before `${` escapes only itself: the interpolation would resolve.
+        return _START.sub(lambda m: m.group(0) if len(m.group(1)) % 2 else m.group(1) + "\\${", value)
+
+    return plain(data["config"])
+
+
+RUN_DIR = "<run dir>"
 
 
 def shown_unresolved_env(cfg: DictConfig) -> DictConfig:

@@ -22,7 +22,7 @@ from verl_qwen35.planner.summary import plan_lines
 from verl_qwen35.run.environment import from_shell, job_environment
 from verl_qwen35.run.launch_record import absolute_checkpoint_dir, write_launch_file
 from verl_qwen35.run.machine import launch_problems, runtime_problems
-from verl_qwen35.run.submit import SubmitError, submit, submitting
+from verl_qwen35.run.submit import SubmitError, run_dir_problems, submit, submitting
 from verl_qwen35.run.sweep import in_multirun, job_tag, note_job_id, write_verdict
 from verl_qwen35.run.tracking_files import absolute_tracking_env, keep_file_history
 
@@ -110,6 +110,11 @@ def memory_or_blank(cfg: DictConfig, refused: bool) -> str:
         return ""
 
 
+def run_dir_of(output_dir: str | None) -> Path:
+    """The directory a submission hands to the cluster: Hydra's output dir (the cwd only outside Hydra)."""
+    return Path(output_dir or ".").resolve()
+
+
 def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> bool:
     """False when the preflight refused the config in a sweep (alone, PreflightRefused is raised)."""
     mode = mode_of(cfg)
@@ -123,6 +128,8 @@ def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) ->
     absolute_checkpoint_dir(cfg)
     absolute_tracking_env(cfg, output_dir)  # each run's (each sweep job's) logs under its own directory
     found = problems(cfg, choices, mode)
+    if submitting(cfg) and not [p for p in found if p.level == "error"]:
+        found += run_dir_problems(cfg, run_dir_of(output_dir))
     errors = [p for p in found if p.level == "error"]
     report(found, output_dir, mode, memory_or_blank(cfg, bool(errors)))
     if mode != "launch":
@@ -136,7 +143,7 @@ def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) ->
     if mode != "launch":
         print(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
     if submitting(cfg):  # Hydra always gives a run its output dir; the cwd only outside Hydra
-        submit_run(cfg, str(Path(output_dir or ".").resolve()), choices.get("verl_schema"), dry=mode != "launch")
+        submit_run(cfg, str(run_dir_of(output_dir)), choices.get("verl_schema"), dry=mode != "launch")
         return True
     if mode != "launch":
         return True

@@ -131,14 +131,21 @@ def render(cfg: DictConfig, run_dir: Path, launch_digest: str) -> str:
     return text.replace("@SETTINGS@", "\n".join(settings(cfg, run_dir, launch_digest)))
 
 
-def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
-    """Write launch.yaml and job.sbatch; unless dry, `sbatch` it and return the job id."""
+def run_dir_problem(run_dir: Path) -> str | None:
+    """Why job.sbatch cannot name this run directory, or None."""
     if shell.sbatch_problem(str(run_dir)):
         # The run dir goes into `#SBATCH --output=...`, a line Slurm splits at whitespace (and cuts at '#').
-        raise SubmitError(
+        return (
             f"the run directory {str(run_dir)!r} holds whitespace, a quote or '#', which an `#SBATCH` line cannot "
             "carry; set hydra.run.dir (hydra.sweep.dir in a sweep) to a path without them"
         )
+    return None
+
+
+def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
+    """Write launch.yaml and job.sbatch; unless dry, `sbatch` it and return the job id."""
+    if why := run_dir_problem(run_dir):
+        raise SubmitError(why)
     sbatch_path = None if dry else shutil.which("sbatch")
     if not dry and sbatch_path is None:
         raise SubmitError(
