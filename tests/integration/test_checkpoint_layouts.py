@@ -15,6 +15,9 @@ from verl_qwen35.config import compose
 from verl_qwen35.installed import installed_verl_schema
 from verl_qwen35.run.launch_record import write_launch_file
 
+# On every verl CI tests (-m each_verl): the checkpoint layout of each verl version.
+pytestmark = pytest.mark.each_verl
+
 # verl 0.8.0 MegatronCheckpointManager.save_checkpoint: <role>/dist_ckpt (torch_dist), <role>/huggingface (mbridge).
 V1 = ["dist_ckpt/.metadata", "dist_ckpt/__0_0.distcp", "huggingface/config.json", "transformer_config.json"]
 # verl 0.9.1: model/ optimizer/ extra/ (MANIFEST_SCHEMA_VERSION = 2), the manifest written last.

@@ -9,6 +9,9 @@ from verl_qwen35.config import compose
 from verl_qwen35.config.choices import ChoiceError, check_choices, implicit_overrides, options
 from verl_qwen35.config.overrides import parse_overrides
 
+# On every verl CI tests (-m each_verl): the installed verl's own config groups.
+pytestmark = pytest.mark.each_verl
+
 
 def test_our_options_exclude_verls_model_group():
     assert options("model") == ["122b", "35b", "36_35b", "397b"]

@@ -8,6 +8,9 @@ from verl_qwen35.config import compose
 from verl_qwen35.config.schema import PARALLEL_KEYS
 from verl_qwen35.review.flat import flatten
 
+# On every verl CI tests (-m each_verl): every preset composed on the installed verl's schema, its validate_config.
+pytestmark = pytest.mark.each_verl
+
 
 def test_preset_resolves_to_the_reference_layout(combo):
     model, device = combo

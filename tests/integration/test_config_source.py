@@ -12,6 +12,9 @@ from verl_qwen35.config.schema import register_schema
 from verl_qwen35.config.sources import SCHEME, ParsedOnceFileSource, register_sources
 from verl_qwen35.installed import conf_dir, installed_verl_schema, verl_config_dir
 
+# On every verl CI tests (-m each_verl): the installed verl's config directory.
+pytestmark = pytest.mark.each_verl
+
 
 def _composed(overrides: list[str]) -> dict:
     register_resolvers()

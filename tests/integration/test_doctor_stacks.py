@@ -7,6 +7,9 @@ import pytest
 
 from verl_qwen35.cli import doctor
 
+# On every verl CI tests (-m each_verl): the installed stack against verl's pinned ones.
+pytestmark = pytest.mark.each_verl
+
 
 def test_the_gpu_doctor_names_verl_mains_stack_beside_0_9_1_and_0_8_0(capsys):
     doctor.main(["device=gpu"])

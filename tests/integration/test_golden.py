@@ -5,7 +5,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from verl_qwen35.installed import installed_verl_schema
+
+# On every verl CI tests (-m each_verl): the goldens of the installed verl's schema.
+pytestmark = pytest.mark.each_verl
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "golden.py"

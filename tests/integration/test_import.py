@@ -15,6 +15,9 @@ from verl_qwen35.installed import installed_verl_schema, verl_config_dir
 from verl_qwen35.review.flat import flatten
 from verl_qwen35.run.environment import effective_env
 
+# On every verl CI tests (-m each_verl): scripts imported against the installed verl's keys.
+pytestmark = pytest.mark.each_verl
+
 FIDELITY = Path(__file__).parents[1] / "seed_fidelity"
 FIXTURE = Path(__file__).parents[1] / "import_scripts" / "qwen3_5_35b_style.sh"
 LISTS = sorted(FIDELITY.glob("*_overrides/*.txt"))

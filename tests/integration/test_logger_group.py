@@ -18,6 +18,9 @@ from verl_qwen35.run.job import launch_now
 from verl_qwen35.run.launch_record import write_launch_file
 from verl_qwen35.run.tracking_files import absolute_tracking_env
 
+# On every verl CI tests (-m each_verl): the installed verl's Tracking.
+pytestmark = pytest.mark.each_verl
+
 # option -> the backend verl's Tracking gets
 OPTIONS = {
     "console": "console",

@@ -14,6 +14,9 @@ from verl_qwen35.config.choices import presets
 from verl_qwen35.installed import installed_verl_schema
 from verl_qwen35.validators.real import real_problems
 
+# On every verl CI tests (-m each_verl): cases whose verdict depends on the verl version.
+pytestmark = pytest.mark.each_verl
+
 ADD = "+megatron.override_transformer_config"
 M = "megatron.override_transformer_config"
 ARR = "actor_rollout_ref"

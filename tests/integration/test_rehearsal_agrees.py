@@ -18,6 +18,9 @@ from verl_qwen35.config import compose
 from verl_qwen35.config.choices import presets
 from verl_qwen35.validators.rehearsal import rehearsal_problems
 
+# On every verl CI tests (-m each_verl): the installed verl's own start-up code.
+pytestmark = pytest.mark.each_verl
+
 A = "actor_rollout_ref.actor"
 OPT = f"{A}.optim"
 V09 = tuple(int(x) for x in version("verl").split(".")[:2]) >= (0, 9)

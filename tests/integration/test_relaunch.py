@@ -15,6 +15,9 @@ from verl_qwen35.config import compose
 from verl_qwen35.installed import installed_verl_schema
 from verl_qwen35.run.launch_record import read_launch_file, write_launch_file
 
+# On every verl CI tests (-m each_verl): launch records of the installed verl's schema.
+pytestmark = pytest.mark.each_verl
+
 SECRET = "hf_live_0123456789abcdef"
 
 

@@ -137,6 +137,7 @@ def not_blank(path: Path, width: int, height: int) -> None:
 # -- one run -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.each_verl
 def test_a_run_logged_by_verls_file_backend_is_summed_up_beside_the_plans_predictions(cli, tmp_path, monkeypatch):
     plan = cli("model=35b", "device=gpu", "dry_run=true", f"hydra.run.dir={tmp_path / 'plan'}")
     assert plan.code == 0, plan.err
@@ -227,6 +228,7 @@ def test_rotated_files_are_ordered_by_their_number_not_their_name(cli, tmp_path,
     assert data["quantities"]["step_time"]["last"] == 1000.0, "metrics.10.jsonl is later than metrics.2.jsonl"
 
 
+@pytest.mark.each_verl
 def test_tensorboard_events_written_by_verl_are_read_where_the_launch_record_says(cli, tmp_path, monkeypatch):
     events = tmp_path / "run" / "logs" / "tb"
     launched(tmp_path / "run", monkeypatch, f"++env.set.TENSORBOARD_DIR={events}")
@@ -406,6 +408,7 @@ def test_a_plot_directory_that_cannot_be_made_is_answered(cli, tmp_path, monkeyp
 # -- the names are verl's --------------------------------------------------------------------------------------
 
 
+@pytest.mark.each_verl
 @pytest.mark.parametrize("metric,source", [pair for q in QUANTITIES for pair in q.keys], ids=lambda v: str(v))
 def test_each_metric_the_report_reads_is_logged_by_the_verl_code_it_cites(metric, source):
     """The installed verl's file logs the name: literally, as `actor/` + its worker-side name (the trainer's

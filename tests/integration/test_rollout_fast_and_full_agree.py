@@ -18,6 +18,9 @@ from verl_qwen35.checks import device_of, preflight
 from verl_qwen35.config import compose
 from verl_qwen35.validators.real import real_problems
 
+# On every verl CI tests (-m each_verl): the installed verl's RolloutConfig and RolloutReplica.
+pytestmark = pytest.mark.each_verl
+
 R = "actor_rollout_ref.rollout"
 E = f"{R}.engine_kwargs.vllm"
 

@@ -18,6 +18,9 @@ from verl_qwen35.installed import installed_verl_schema, verl_config_dir
 from verl_qwen35.review.flat import flatten
 from verl_qwen35.run.environment import effective_env
 
+# On every verl CI tests (-m each_verl): verl's scripts composed on the installed verl's schema.
+pytestmark = pytest.mark.each_verl
+
 HERE = Path(__file__).parents[1] / "seed_fidelity"
 SETS = ("seed_overrides", "upstream_overrides")
 COMBOS = ["35b_gpu", "35b_npu", "122b_gpu", "122b_npu", "397b_gpu", "397b_npu"]

@@ -18,6 +18,9 @@ import yaml
 
 from verl_qwen35.installed import installed_mcore, installed_verl_schema
 
+# On every verl CI tests (-m each_verl): verl main's recipe on the installed verl's schema.
+pytestmark = pytest.mark.each_verl
+
 RECIPE = Path(__file__).parents[1] / "seed_fidelity" / "upstream_overrides" / "35b_npu.txt"
 ACTOR_MEGATRON = "actor_rollout_ref.actor.megatron."
 # What conf/config.yaml's `megatron` node feeds to both sides (the rest of actor.megatron is layout or verl's).

@@ -12,6 +12,9 @@ from verl_qwen35.checks.verl_types import installed_verl_minor, type_problems
 from verl_qwen35.config import compose as compose_ours
 from verl_qwen35.installed import verl_config_dir
 
+# On every verl CI tests (-m each_verl): the installed verl's kinds and names.
+pytestmark = pytest.mark.each_verl
+
 REFERENCE = Path(os.environ.get("VERL_QWEN35_REFERENCE", Path(__file__).parents[3] / "shared" / "reference"))
 if not REFERENCE.is_dir():
     REFERENCE = Path("/work/shared/reference")

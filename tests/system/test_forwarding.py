@@ -35,6 +35,9 @@ from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import absolute_checkpoint_dir
 from verl_qwen35.run.tracking_files import absolute_tracking_env
 
+# On every verl CI tests (-m each_verl): the installed verl's main_ppo in a Ray worker.
+pytestmark = pytest.mark.each_verl
+
 PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
 # A small local Ray for a 2-core box; with the data files, the only overrides the test adds.
 SMALL_RAY = "ray_kwargs.ray_init.num_cpus=2"

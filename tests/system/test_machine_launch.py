@@ -20,6 +20,9 @@ from verl_qwen35.config import compose
 from verl_qwen35.run.devices import device_problems
 from verl_qwen35.run.stack import cann_version, check, satisfies, torch_cuda
 
+# On every verl CI tests (-m each_verl): the installed stack at launch.
+pytestmark = pytest.mark.each_verl
+
 # --- the stack ----------------------------------------------------------------------------------
 
 

@@ -6,8 +6,13 @@ check the other side, in this (launch + test) environment.
 
 import importlib.util
 
+import pytest
+
 from verl_qwen35.installed import launch_install_command, missing_verl_runtime, verl_config_dir
 from verl_qwen35.run.machine import runtime_problems
+
+# On every verl CI tests (-m each_verl): what the installed verl imports at run time.
+pytestmark = pytest.mark.each_verl
 
 
 def test_this_environment_has_verl_runtime_so_nothing_is_refused():

@@ -1253,6 +1253,7 @@ def test_every_loss_aggregation_mode_of_verl_is_accepted(mode):
     assert refused.keys == ("actor_rollout_ref.actor.loss_agg_mode",)
 
 
+@pytest.mark.each_verl
 def test_token_sum_is_accepted_from_verl_0_9_on():
     """verl 0.9.1 added 'token-sum' to ActorConfig's valid_loss_agg_modes; 0.8.0 refuses it."""
     from importlib.metadata import version
@@ -1266,6 +1267,7 @@ def test_token_sum_is_accepted_from_verl_0_9_on():
     assert [p.keys for p in found] == ([] if newer else [("actor_rollout_ref.actor.loss_agg_mode",)])
 
 
+@pytest.mark.each_verl
 @pytest.mark.parametrize(("installed", "minor", "refused"), [("0.8.0", (0, 8), True), ("0.10.2", (0, 10), False)])
 def test_token_sum_follows_the_verl_version_importlib_metadata_finds(tmp_path, monkeypatch, installed, minor, refused):
     """A verl distribution's metadata first on sys.path is the one importlib.metadata.version reads."""
@@ -1469,6 +1471,7 @@ def test_the_ray_job_address_is_a_dashboard_url_with_its_exact_reason(address, r
         assert found == [(("submit.address",), f"submit.address={str(address)!r}: {reason}{sep}{DASHBOARD}")]
 
 
+@pytest.mark.each_verl
 @pytest.mark.parametrize("found", ["not installed", "unparsable"])
 def test_without_a_readable_verl_version_the_rules_of_verl_0_9_apply(found, tmp_path, monkeypatch):
     """A config-only install may lack verl's metadata (PackageNotFoundError) or carry a local version

@@ -11,6 +11,9 @@ from verl_qwen35.config import compose
 from verl_qwen35.validators.verl_fields import real_type_problems
 from verl_qwen35.validators.verl_names import real_name_problems
 
+# On every verl CI tests (-m each_verl): the installed verl's live field list and registries.
+pytestmark = pytest.mark.each_verl
+
 A = "actor_rollout_ref.actor"
 KL = f"{A}.use_kl_loss=true"
 TABLE = [

@@ -15,6 +15,9 @@ from verl_qwen35.config import compose
 from verl_qwen35.validators.verl_fields import live_fields
 from verl_qwen35.validators.verl_names import live_names
 
+# On every verl CI tests (-m each_verl): the shipped field list and names against the installed verl.
+pytestmark = pytest.mark.each_verl
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

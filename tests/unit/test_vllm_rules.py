@@ -19,6 +19,9 @@ from verl_qwen35.checks.vllm import (
 )
 from verl_qwen35.installed import ASSUMED_VLLM, installed_vllm, verl_config_dir
 
+# On every verl CI tests (-m each_verl): the installed verl's own vLLM launch code.
+pytestmark = pytest.mark.each_verl
+
 R = "actor_rollout_ref.rollout"
 E = f"{R}.engine_kwargs.vllm"
 V024, V018 = VllmInUse((0, 24, 0), False), VllmInUse((0, 18, 0), False)
