@@ -14,9 +14,6 @@ import pytest
 
 from verl_qwen35.model import memory
 
-# On every verl CI tests (-m each_verl): the installed verl's logits path.
-pytestmark = pytest.mark.each_verl
-
 REPO = Path(__file__).resolve().parents[2]
 TOLERANCE = 0.5  # bytes per logit: the profiler also sees a few small tensors (maxima, sums, labels)
 
