@@ -3,8 +3,6 @@
 import csv
 import dataclasses
 import json
-import subprocess
-import sys
 
 import pytest
 from omegaconf import OmegaConf
@@ -36,12 +34,6 @@ def composed(model: str, device: str, *extra: str):
 def published(combo) -> Layout:
     nnodes, per_node, tp, pp, cp, ep, etp, gen_tp, gen_dp, gen_ep = REFERENCE_LAYOUTS[combo]
     return Layout(nnodes, per_node, tp, pp, cp, ep, etp, None, gen_tp, gen_dp, 1, gen_ep)
-
-
-def planner(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "verl_qwen35.cli.plan", *args], capture_output=True, text=True, check=False
-    )
 
 
 def test_published_layout_is_accepted_and_fits(combo):
@@ -91,10 +83,10 @@ def test_with_layout_equals_the_command_line_override():
     assert OmegaConf.to_container(by_hand) == OmegaConf.to_container(by_hydra)
 
 
-def test_122b_on_4x16_npu_lists_the_published_layout_and_its_top_five_pass_the_real_dry_run(tmp_path):
-    run = planner("model=122b", "device=npu", "--top", "5", "--format", "json")
-    assert run.returncode == 0, run.stderr
-    rows = json.loads(run.stdout)
+def test_122b_on_4x16_npu_lists_the_published_layout_and_its_top_five_pass_the_real_dry_run(cli):
+    run = cli("plan", "model=122b", "device=npu", "--top", "5", "--format", "json")
+    assert run.code == 0, run.err
+    rows = json.loads(run.out)
     # The preset itself is the appended `current` row when the time model ranks others faster.
     want = dict(tp=2, pp=4, cp=1, ep=16, etp=1, vpp=None, gen_tp=16, gen_dp=1, gen_ep=1)
     assert want.items() <= next(r for r in rows if r["current"])["layout"].items()
@@ -102,56 +94,36 @@ def test_122b_on_4x16_npu_lists_the_published_layout_and_its_top_five_pass_the_r
     top = [r for r in rows if r["rank"] is not None]
     assert len(top) == 5 and all(r["fits"] and r["estimate"]["fits"] for r in top)
     for row in top:
-        dry = subprocess.run(
-            [sys.executable, "-m", "verl_qwen35", *row["overrides"], "dry_run=true"],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert dry.returncode == 0, (row["overrides"], dry.stderr)
-        assert "verdict    OK" in dry.stdout
+        dry = cli(*row["overrides"], "dry_run=true")
+        assert dry.code == 0, (row["overrides"], dry.err)
+        assert "verdict    OK" in dry.out
 
 
-def test_table_shows_the_override_line_and_the_sweep_command():
-    run = planner("model=35b", "device=gpu", "--top", "3")
-    assert run.returncode == 0, run.stderr
-    lines = run.stdout.splitlines()
+def test_table_shows_the_override_line_and_the_sweep_command(cli):
+    run = cli("plan", "model=35b", "device=gpu", "--top", "3")
+    assert run.code == 0, run.err
+    lines = run.out.splitlines()
     assert lines[1].split()[:3] == ["rank", "tp", "pp"]
     assert lines[2].startswith("1 ") and "parallel.tp=" in lines[2] and "parallel.gen_ep=" in lines[2]
-    assert "--sweep DIR" in run.stdout
+    assert "--sweep DIR" in run.out
 
 
-def test_sweep_over_the_top_layouts_is_one_command(tmp_path):
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verl_qwen35.cli.plan",
-            "model=35b",
-            "device=gpu",
-            "--top",
-            "2",
-            "--sweep",
-            str(tmp_path / "plans"),
-            f"hydra.sweep.dir={tmp_path}/sweep",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr
-    assert "sweep: 2 job(s), 2 valid, 0 refused" in run.stdout
+def test_sweep_over_the_top_layouts_is_one_command(cli, tmp_path):
+    run = cli(
+        "plan", "model=35b", "device=gpu", "--top", "2", "--sweep", str(tmp_path / "plans"),
+        f"hydra.sweep.dir={tmp_path}/sweep",
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    assert "sweep: 2 job(s), 2 valid, 0 refused" in run.out
     rows = list(csv.DictReader((tmp_path / "sweep" / "summary.csv").open()))
     assert [r["parallel"] for r in rows] == sorted(p.stem for p in (tmp_path / "plans" / "parallel").glob("*.yaml"))
 
 
-def test_no_fitting_layout_exits_2_and_says_how_far_off():
-    run = planner("model=397b", "device=gpu", "parallel.nnodes=1", "--top", "3")
-    assert run.returncode == 2
-    assert "no accepted layout fits" in run.stderr and "parallel.nnodes" in run.stderr
-    assert "Traceback" not in run.stderr
+def test_no_fitting_layout_exits_2_and_says_how_far_off(cli):
+    run = cli("plan", "model=397b", "device=gpu", "parallel.nnodes=1", "--top", "3")
+    assert run.code == 2
+    assert "no accepted layout fits" in run.err and "parallel.nnodes" in run.err
+    assert "Traceback" not in run.err
 
 
 @pytest.mark.parametrize(
@@ -163,10 +135,10 @@ def test_no_fitting_layout_exits_2_and_says_how_far_off():
         (["model=35b", "megatron.use_remove_padding=true"], "megatron.use_remove_padding"),
     ],
 )
-def test_usage_errors_exit_2_naming_what_to_change(args, named):
-    run = planner(*args)
-    assert run.returncode == 2
-    assert named in run.stderr and "Traceback" not in run.stderr
+def test_usage_errors_exit_2_naming_what_to_change(cli, args, named):
+    run = cli("plan", *args)
+    assert run.code == 2
+    assert named in run.err and "Traceback" not in run.err
 
 
 def test_option_names_say_the_layout():
