@@ -23,7 +23,8 @@ How each kind runs (no subprocess: the whole CI has to fit in 25 minutes for two
 - files an example needs are made as the page describes them: `my_conf/` from the page's own YAML, a launched
   run directory (launch.yaml and metrics.jsonl, logged through verl's own Tracking) where a page names one, a
   launch script or overrides file for `import`, a model directory (its config.json) for `/models/...`.
-  Placeholders map to temporary paths in PLACEHOLDERS.
+  Placeholders map to temporary paths in PLACEHOLDERS. `data --out ~/data/geo3k` runs where the files already
+  are, so it skips them: nothing is downloaded (CI has no network; tests/integration/test_data_command.py).
 - NOT_RUN: the only examples not run, each kind with its reason.
 """
 
@@ -47,7 +48,7 @@ PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 # Examples not run, by the command's start: why each kind is not run here.
 NOT_RUN = {
     "pip install": "installs packages: the suite runs in the environment scripts/test.sh built",
-    "python3.11 -m venv": "a new venv and installs from PyPI: tests/system/test_wheel.py runs this README line",
+    "python3.11 -m venv": "a new venv installed from PyPI: tests/system/test_wheel.py builds it (the README's line)",
     "bash scripts/test.sh": "the whole suite, of which this test is a part",
     ".venv-verl0.9/bin/python -m pytest": "the suite itself",
     ".venv-verl0.9/bin/python scripts/golden.py": "rewrites golden/; tests/integration/test_golden.py checks them",
@@ -58,8 +59,6 @@ NOT_RUN = {
     "mkdocs": "the docs extra (mkdocs) is not in the test environment",
     "ray start": "starts a Ray cluster (the examples never start Ray)",
     "ray status": "asks a running Ray cluster",
-    "verl-qwen35 data": "downloads geo3k from the Hugging Face Hub; tests/integration/test_data_command.py runs it "
-    "against a local repository",
 }
 
 # Placeholders of the pages -> what stands in for them ({cwd}: the example's directory, {home}: its HOME).
@@ -257,6 +256,10 @@ def launch_script(recorded: Path) -> str:
     return "\n".join(["#!/usr/bin/env bash", "set -xeuo pipefail", *exports, call, ""])
 
 
+IMPORT = "verl-qwen35 import my_run_qwen3_5_122b.sh --device npu"
+MADE: dict[str, Path] = {}  # a command as written -> the directory it ran in, after it succeeded
+
+
 def prepare(example: Example, cwd: Path, home: Path, request: pytest.FixtureRequest) -> None:
     """Make what the example's command names, as its page describes it."""
     text = example.text
@@ -283,10 +286,14 @@ def prepare(example: Example, cwd: Path, home: Path, request: pytest.FixtureRequ
             (cwd / word).write_text(overrides_list(RECORDED_122B))
     if "/tmp/" in text:
         (cwd / "tmp").mkdir()
-    if "--config-dir mine" in text and " import " not in f" {text} ":  # the preset an import wrote (same block)
-        (cwd / "my_run_qwen3_5_122b.sh").write_text(launch_script(RECORDED_122B))
-        with pytest.MonkeyPatch.context() as mp:
-            run_cli(mp, cwd, "import", "my_run_qwen3_5_122b.sh", "--device", "npu", "--out", "mine")
+    if "--config-dir mine" in text:  # the preset the import above it on the page wrote
+        imported = [made for command, made in MADE.items() if command.startswith(f"{IMPORT} --out mine")]
+        if imported:
+            shutil.copytree(imported[0] / "mine", cwd / "mine")
+        else:
+            (cwd / "my_run_qwen3_5_122b.sh").write_text(launch_script(RECORDED_122B))
+            with pytest.MonkeyPatch.context() as mp:
+                run_cli(mp, cwd, "import", "my_run_qwen3_5_122b.sh", "--device", "npu", "--out", "mine")
 
 
 # -- what each kind must do ---------------------------------------------------------------------------------------
@@ -330,7 +337,9 @@ def expect(argv: list[str], done) -> None:
     command = words[0] if words and words[0] in SUBCOMMANDS else None
     settings = dict(a.split("=", 1) for a in argv if "=" in a and not a.startswith("-"))
     submit = settings.get("submit", "none")
-    if command == "diff":  # "Exit 0 when equal, 1 when different"
+    if command == "data":  # run where the files are (HOME): it skips them, nothing is downloaded
+        assert done.code == 0 and done.out.count("skip") == 2, tail(done)
+    elif command == "diff":  # "Exit 0 when equal, 1 when different"
         assert done.code == 1 and "Traceback" not in done.said, tail(done)
     elif command == "doctor":  # "exit 0 when all fit, 2 otherwise": this machine's stack decides
         assert done.code == (2 if "verdict: NOT ready" in done.out else 0), tail(done)
@@ -361,7 +370,7 @@ RAN: dict[str, tuple] = {}  # a command as written (on several pages, or twice o
 @_param("command")
 def test_the_command(example: Example, cli, home, tmp_path, monkeypatch, request):
     if why := not_run_reason(example.text):
-        pytest.skip(f"not run: {why}")
+        pytest.skip(f"not run: {example.id} `{example.text.split('  #')[0].strip()}`: {why}")
     argv = argv_of(example.text, tmp_path, home)
     same = " ".join(shlex.split(example.text, comments=True))
     if same not in RAN:
@@ -385,6 +394,7 @@ def test_the_command(example: Example, cli, home, tmp_path, monkeypatch, request
         expect_launch_refused_for_devices(done, asked, relaunched=argv[0] == "relaunch")
     else:
         expect(argv, done)
+    MADE.setdefault(same, tmp_path)
 
 
 @_param("python")
