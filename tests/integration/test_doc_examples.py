@@ -378,7 +378,8 @@ def test_the_command(example: Example, cli, home, tmp_path, monkeypatch, request
         monkeypatch.setenv("PATH", f"{STANDINS}:{os.environ['PATH']}")  # sbatch records the job, queue only
         monkeypatch.setenv("STANDIN_QUEUE_ONLY", "1")
         monkeypatch.setenv("STANDIN_LOG", str(tmp_path / "standin.log"))
-        monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))
+        monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-kubeconfig"))  # and not a pod's service account:
+        monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)  # no Kubernetes API is ever reached
         prepare(example, tmp_path, home, request)
         asked: list[str] = []
 
