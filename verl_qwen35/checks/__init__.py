@@ -34,6 +34,7 @@ from verl_qwen35.checks.vllm import vllm_problems
 from verl_qwen35.config.secrets import ADVICE, config_findings
 from verl_qwen35.installed import installed_mcore
 from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.memory import MemoryEstimate
 from verl_qwen35.model.pipeline import Split
 
 __all__ = ["Problem", "preflight", "transformer_config_fields", "error"]
@@ -59,8 +60,11 @@ def bad_value_problems(cfg: DictConfig, otc: dict | None = None) -> list[Problem
     return found + [p for p in verl_type_problems(cfg) if not named & set(p.keys)]
 
 
-def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem]:
-    """All problems of a resolved config; `machine_missing` is the level of a missing local file."""
+def preflight(
+    cfg: DictConfig, machine_missing: Level = "error", estimate: MemoryEstimate | None = None
+) -> list[Problem]:
+    """All problems of a resolved config; `machine_missing` is the level of a missing local file; `estimate`:
+    the config's memory estimate when the caller has it (a `Run`'s), else computed here."""
     if broken := structure_problems(cfg):
         return broken  # nothing else can read inside a section that is not there
     device = device_of(cfg)
@@ -106,7 +110,7 @@ def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem
     found += packing_problems(cfg, mcore)
     found += length_problems(cfg)
     found += vllm_problems(cfg, device)
-    found += memory_problems(cfg)
+    found += memory_problems(cfg, estimate)
     found += patch_value_problems(cfg)
     found += override_key_problems(cfg, device, transformer_config_fields())
     found += override_ddp_problems(cfg)
