@@ -85,9 +85,8 @@ def _training_advice(e: memory_model.MemoryEstimate) -> str:
 
 def memory_problems(cfg: DictConfig, estimate: memory_model.MemoryEstimate | None = None) -> list[Problem]:
     """`estimate`: this config's, when the caller has it (a `Run`'s); else computed here."""
-    if estimate is None:
-        if bad_input := input_problems(cfg):
-            return bad_input
+    if estimate is None and (bad_input := input_problems(cfg)):
+        return bad_input
     e = estimate or estimate_of(cfg)
     if e is None:
         return []
