@@ -31,7 +31,7 @@ from verl_qwen35.config.resolvers import register_resolvers
 from verl_qwen35.config.schema import register_schema
 from verl_qwen35.config.secrets import redact_config_text
 from verl_qwen35.config.sources import register_sources
-from verl_qwen35.config.user_conf import check_config_dirs
+from verl_qwen35.config.user_conf import check_config_dirs, scanned_once
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir
 from verl_qwen35.run.stops import sigterm_raised
@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     # A user who sets HYDRA_FULL_ERROR asks for Hydra's tracebacks; everyone else gets one message.
     # SIGTERM (scancel, `timeout`) stops the run or sweep as Ctrl-C does: the sweep's summary, exit 143.
     answer = answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=interrupted)
-    with answer, sigterm_raised(), released_when_done():
+    with answer, sigterm_raised(), released_when_done(), scanned_once():
         # Every file the user adds to the search path: size and alias limits and secrets, before Hydra parses any.
         check_config_dirs(parse_overrides(overrides_of(argv)), user_search_dirs(argv))
         run_hydra(argv)
