@@ -61,21 +61,18 @@ def bad_value_problems(cfg: DictConfig, otc: dict | None = None) -> list[Problem
 
 
 def preflight(
-    cfg: DictConfig,
-    machine_missing: Level = "error",
-    estimate: MemoryEstimate | None = None,
-    secrets_scanned: bool = False,
+    cfg: DictConfig, machine_missing: Level = "error", estimate: MemoryEstimate | None = None
 ) -> list[Problem]:
     """All problems of a resolved config; `machine_missing` is the level of a missing local file; `estimate`:
-    the config's memory estimate when the caller has it (a `Run`'s), else computed here; `secrets_scanned`:
-    this config was already scanned for secrets as composed (the command's pre-write check, whose env reads
-    are vetted by name, so its resolution brings none in), so it is not scanned again."""
+    the config's memory estimate when the caller has it (a `Run`'s), else computed here.
+
+    Its secret scan sees resolved values: `${oc.env:INNOCENT_NAME}` holding a token, which the pre-write scan
+    of the composed config (interpolations as written) cannot see."""
     if broken := structure_problems(cfg):
         return broken  # nothing else can read inside a section that is not there
     device = device_of(cfg)
     found = parity_errors(cfg) + unknown_patch_errors(cfg) + layout_source_errors(cfg)
-    if not secrets_scanned:
-        found += [error(key, f"{why}. Instead, {ADVICE}.") for key, why in config_findings(cfg)]
+    found += [error(key, f"{why}. Instead, {ADVICE}.") for key, why in config_findings(cfg)]
     otc = override_dict(cfg)
     if bad_values := bad_value_problems(cfg, otc):
         return found + bad_values  # the rules below compute with these values

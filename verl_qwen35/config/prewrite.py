@@ -10,9 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
-from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -158,15 +156,3 @@ def command_line(config: DictConfig) -> list[str]:
     given = OmegaConf.to_container(config.hydra.overrides, resolve=False)  # as typed: `x=${oc.env:Y}` unresolved
     assert isinstance(given, dict)
     return [*given["hydra"], *given["task"]]
-
-
-def scanned_before_writing() -> bool:
-    """Whether this Hydra job's config went through `PrewriteChecks.on_run_start`: a single run whose
-    `hydra.callbacks` still hold it (Hydra calls on_run_start for single runs only, not a sweep's jobs)."""
-    if not HydraConfig.initialized():
-        return False
-    hydra = HydraConfig.get()
-    if hydra.mode != RunMode.RUN:
-        return False
-    target = f"{PrewriteChecks.__module__}.{PrewriteChecks.__qualname__}"
-    return any(OmegaConf.select(c, "_target_") == target for c in (hydra.callbacks or {}).values())

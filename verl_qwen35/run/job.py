@@ -12,7 +12,6 @@ from verl_qwen35.checks.memory import memory_column
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.tracking import backends, swanlab_login_problems
 from verl_qwen35.checks.versions import rules_line
-from verl_qwen35.config.prewrite import scanned_before_writing
 from verl_qwen35.config.secrets import redact
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import installed_verl_schema
@@ -43,9 +42,7 @@ def job_context() -> tuple[dict[str, str], str | None]:
 
 def problems(run: Run) -> list[Problem]:
     cfg, mode = run.config, run.mode
-    # A single run's composed config was scanned for secrets by the pre-write callback; a sweep job's was not.
-    level = "warning" if mode == "dry" else "error"
-    found = preflight(cfg, machine_missing=level, estimate=run.estimate, secrets_scanned=scanned_before_writing())
+    found = preflight(cfg, machine_missing="warning" if mode == "dry" else "error", estimate=run.estimate)
     schema = run.choices.get("verl_schema")
     if mode != "dry" and schema and schema != installed_verl_schema():
         found.append(
