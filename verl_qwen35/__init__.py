@@ -91,7 +91,7 @@ def plan(cfg: "DictConfig | Run", nnodes: int, devices_per_node: int, top: int =
 
     from verl_qwen35.planner.search import composed_of, search, verified
 
-    sized = copy.deepcopy(composed_of(resolve(cfg)))
+    sized = copy.deepcopy(composed_of(cfg))  # a Run's kept composed config, or the composed config given
     OmegaConf.set_readonly(sized, False)
     with open_dict(sized):
         sized.parallel.nnodes, sized.parallel.devices_per_node = nnodes, devices_per_node
