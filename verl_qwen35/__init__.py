@@ -2,50 +2,98 @@
 
 The public API, for notebooks and other tools (importing it changes nothing outside the package):
 
-    from verl_qwen35 import compose, preflight, estimate, plan
+    from verl_qwen35 import compose, preflight, estimate, plan, resolve
     cfg = compose(["device=npu", "model=122b"])
-    problems = preflight(cfg)            # list[Problem]: level, keys, message
-    memory = estimate(cfg)               # MemoryEstimate, GiB
-    best = plan(cfg, nnodes=8, devices_per_node=16, top=5)   # list[Candidate], best first
+    run = resolve(cfg)                   # Run: the resolved, read-only config with its layout and estimate
+    problems = preflight(run)            # list[Problem]: level, keys, message
+    memory = estimate(run)               # MemoryEstimate, GiB
+    best = plan(run, nnodes=8, devices_per_node=16, top=5)   # list[Candidate], best first
+
+`preflight`, `estimate` and `plan` take a composed config too (each then resolves its own `Run`).
+The names are imported when first used: `python -m verl_qwen35` runs this file before every command,
+and `--cfg job` needs neither the checks nor the planner.
 """
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+import copy
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from verl_qwen35.checks import preflight as _preflight
-from verl_qwen35.checks.problem import Problem
-from verl_qwen35.config import compose
-from verl_qwen35.config.errors import resolve_naming_key
 from verl_qwen35.installed import __version__
-from verl_qwen35.model.memory import MemoryEstimate
-from verl_qwen35.model.memory import estimate as _estimate
-from verl_qwen35.planner.search import Candidate, search, verified
 
-__all__ = ["Candidate", "MemoryEstimate", "Problem", "compose", "estimate", "plan", "preflight", "__version__"]
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
+
+    from verl_qwen35.checks.problem import Problem
+    from verl_qwen35.config import compose
+    from verl_qwen35.model.memory import MemoryEstimate
+    from verl_qwen35.model.run import Run
+    from verl_qwen35.planner.search import Candidate
+
+__all__ = [
+    "Candidate",
+    "MemoryEstimate",
+    "Problem",
+    "Run",
+    "compose",
+    "estimate",
+    "plan",
+    "preflight",
+    "resolve",
+    "__version__",
+]
+
+_WHERE = {
+    "Candidate": "verl_qwen35.planner.search",
+    "MemoryEstimate": "verl_qwen35.model.memory",
+    "Problem": "verl_qwen35.checks.problem",
+    "Run": "verl_qwen35.model.run",
+    "compose": "verl_qwen35.config",
+}
 
 
-def _resolved(cfg: DictConfig) -> DictConfig:
-    """A resolved copy: the caller's config keeps its interpolations (and `parallel.*` its sway over verl's keys)."""
-    copy = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
-    resolve_naming_key(copy)
-    return copy
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'verl_qwen35' has no attribute {name!r}")
 
 
-def preflight(cfg: DictConfig) -> list[Problem]:
+def resolve(cfg: "DictConfig | Run") -> "Run":
+    """The `Run` of a composed config, as a dry run builds it (yours is copied: it keeps its interpolations,
+    and `parallel.*` its sway over verl's keys); a `Run` is returned as it is."""
+    from verl_qwen35.model.run import Run
+    from verl_qwen35.run.resolved import build_run
+
+    if isinstance(cfg, Run):
+        return cfg
+    return build_run(copy.deepcopy(cfg), mode="dry", keep_composed=True)[0]
+
+
+def preflight(cfg: "DictConfig | Run") -> "list[Problem]":
     """Every problem the dry run would report (a missing local data or model file is a warning)."""
-    return _preflight(_resolved(cfg), machine_missing="warning")
+    from verl_qwen35.checks import preflight as checked
+
+    run = resolve(cfg)
+    return checked(run.config, machine_missing="warning", estimate=run.estimate)
 
 
-def estimate(cfg: DictConfig) -> MemoryEstimate:
+def estimate(cfg: "DictConfig | Run") -> "MemoryEstimate":
     """Memory per device (training and rollout) and host memory per node, in GiB."""
-    return _estimate(_resolved(cfg))
+    from verl_qwen35.model.memory import estimate as estimated
+
+    run = resolve(cfg)
+    return run.estimate or estimated(run.config)  # a config the estimate cannot take: its error names the key
 
 
-def plan(cfg: DictConfig, nnodes: int, devices_per_node: int, top: int = 10) -> list[Candidate]:
+def plan(cfg: "DictConfig | Run", nnodes: int, devices_per_node: int, top: int = 10) -> "list[Candidate]":
     """The layouts of `cfg`'s model on nnodes x devices_per_node that fit and that the whole preflight accepts,
     best first (as `verl-qwen35 plan`); `top=0` lists all."""
-    sized = OmegaConf.create(OmegaConf.to_container(cfg, resolve=False))
+    from omegaconf import OmegaConf, open_dict
+
+    from verl_qwen35.planner.search import composed_of, search, verified
+
+    sized = copy.deepcopy(composed_of(cfg))  # a Run's kept composed config, or the composed config given
+    OmegaConf.set_readonly(sized, False)
     with open_dict(sized):
         sized.parallel.nnodes, sized.parallel.devices_per_node = nnodes, devices_per_node
-    resolved = _resolved(sized)
-    device = "npu" if resolved.trainer.get("device") == "npu" else "gpu"
-    return verified(sized, search(resolved, device, top), top)[0]
+    run = resolve(sized)
+    return verified(run, search(run, top=top), top)[0]

@@ -10,7 +10,6 @@ from functools import cache
 from importlib.metadata import PackageNotFoundError, distribution, requires, version
 from pathlib import Path
 
-from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
 from verl_qwen35.errors import UserError
@@ -59,6 +58,8 @@ def verl_missing_message() -> str:
 
 def missing_verl_runtime() -> list[str]:
     """verl's own unconditional requirements that are not installed (all of them after `--no-deps`)."""
+    from packaging.requirements import Requirement  # ~30 ms: only a launch's stack check reads requirements
+
     missing = []
     for line in requires("verl") or []:
         requirement = Requirement(line)

@@ -71,6 +71,34 @@ def test_the_python_api_composes_checks_estimates_and_plans():
     assert OmegaConf.to_container(cfg.trainer, resolve=False)["nnodes"] == "${parallel.nnodes}"
 
 
+def test_a_run_is_resolved_once_and_cannot_be_edited():
+    """`resolve` gives the one resolved value the checks, the estimate and the planner read: editing it raises."""
+    import dataclasses
+
+    from omegaconf import OmegaConf
+    from omegaconf.errors import ReadonlyConfigError
+
+    from verl_qwen35 import Run, resolve
+
+    cfg = compose(["device=npu", "model=122b"])
+    run = resolve(cfg)
+    assert isinstance(run, Run) and resolve(run) is run
+    assert run.config.trainer.nnodes == run.layout.nnodes == 4  # resolved: no interpolation left
+    assert run.estimate == estimate(run) == estimate(cfg)
+    assert preflight(run) == preflight(cfg)
+    with pytest.raises(ReadonlyConfigError):
+        run.config.parallel.tp = 8
+    with pytest.raises(ReadonlyConfigError):
+        run.composed.parallel.tp = 8
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.mode = "launch"
+    with pytest.raises(TypeError):
+        run.choices["model"] = "35b"
+    # The caller's config stays as composed, and editable.
+    cfg.parallel.tp = 4
+    assert OmegaConf.to_container(cfg.trainer, resolve=False)["nnodes"] == "${parallel.nnodes}"
+
+
 def test_the_api_refuses_a_wrong_type_naming_the_key():
     from verl_qwen35.errors import UserError
 

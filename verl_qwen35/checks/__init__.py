@@ -1,116 +1,16 @@
-"""Preflight: every check is a pure function of the resolved config (and, for files, of this machine)."""
+"""Preflight: every check is a pure function of the resolved config (and, for files, of this machine).
 
-from omegaconf import DictConfig, OmegaConf
+`preflight` (checks/verdict.py) runs them all. Its names are imported on first use, so a module that needs one
+topic (`checks.problem`, `checks.memory`) imports that topic only: `--cfg job` imports no rule at all.
+"""
 
-from verl_qwen35.checks.algorithm import algorithm_problems
-from verl_qwen35.checks.batches import batch_problems, uses_reference
-from verl_qwen35.checks.files import data_problems, model_path_problems
-from verl_qwen35.checks.hardware import hardware_problems
-from verl_qwen35.checks.layout import layout_problems, positive_problems, sequence_parallel_problems
-from verl_qwen35.checks.megatron_keys import (
-    field_spec,
-    override_ddp_problems,
-    override_key_problems,
-    patch_value_problems,
-    transformer_config_fields,
-)
-from verl_qwen35.checks.memory import memory_problems
-from verl_qwen35.checks.optimizer import optimizer_problems
-from verl_qwen35.checks.parity import layout_source_errors, parity_errors, unknown_patch_errors
-from verl_qwen35.checks.problem import Level, Problem, error
-from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problems, weights_problems
-from verl_qwen35.checks.schedule import schedule_problems, train_rows, training_steps
-from verl_qwen35.checks.sections import structure_problems
-from verl_qwen35.checks.sequences import length_problems, packing_problems
-from verl_qwen35.checks.submit import submit_problems
-from verl_qwen35.checks.tracking import tracking_problems
-from verl_qwen35.checks.trainer import trainer_problems
-from verl_qwen35.checks.transformer import mtp_layers_built, mtp_problems, transformer_problems, type_problems
-from verl_qwen35.checks.values import value_problems
-from verl_qwen35.checks.verl_names import name_problems
-from verl_qwen35.checks.verl_settings import verl_setting_problems
-from verl_qwen35.checks.verl_types import verl_type_problems
-from verl_qwen35.checks.vllm import vllm_problems
-from verl_qwen35.config.secrets import ADVICE, config_findings
-from verl_qwen35.installed import installed_mcore
-from verl_qwen35.model.layout import Layout
-from verl_qwen35.model.pipeline import Split
+from importlib import import_module
+from typing import Any
 
-__all__ = ["Problem", "preflight", "transformer_config_fields", "error"]
+__all__ = ["Problem", "device_of", "error", "preflight", "transformer_config_fields"]
 
 
-def device_of(cfg: DictConfig) -> str:
-    return "npu" if cfg.trainer.device == "npu" else "gpu"
-
-
-def override_dict(cfg: DictConfig) -> dict:
-    """The resolved override_transformer_config as plain Python values."""
-    return OmegaConf.to_container(cfg.megatron.override_transformer_config, resolve=True)
-
-
-def bad_value_problems(cfg: DictConfig, otc: dict | None = None) -> list[Problem]:
-    """Numbers that are not integers of the right sign and override values of the wrong type or enum,
-    one message per key; nothing else (the plan, the estimate, the rules) can compute with them."""
-    found = value_problems(cfg)
-    named = {k for p in found for k in p.keys}
-    otc = override_dict(cfg) if otc is None else otc
-    found += [p for p in type_problems(otc, field_spec()) if not named & set(p.keys)]
-    named = {k for p in found for k in p.keys}
-    return found + [p for p in verl_type_problems(cfg) if not named & set(p.keys)]
-
-
-def preflight(cfg: DictConfig, machine_missing: Level = "error") -> list[Problem]:
-    """All problems of a resolved config; `machine_missing` is the level of a missing local file."""
-    if broken := structure_problems(cfg):
-        return broken  # nothing else can read inside a section that is not there
-    device = device_of(cfg)
-    found = parity_errors(cfg) + unknown_patch_errors(cfg) + layout_source_errors(cfg)
-    found += [error(key, f"{why}. Instead, {ADVICE}.") for key, why in config_findings(cfg)]
-    otc = override_dict(cfg)
-    if bad_values := bad_value_problems(cfg, otc):
-        return found + bad_values  # the rules below compute with these values
-    layout = Layout.of(cfg)
-    if not_positive := positive_problems(layout):
-        return found + not_positive  # nothing else can be computed from such a layout
-    found += hardware_problems(cfg, layout, device)
-    mcore = installed_mcore()
-    mtp_enabled = bool(OmegaConf.select(cfg, "actor_rollout_ref.model.mtp.enable", default=False))
-    model_mtp = cfg.model.get("mtp_num_layers", 0) or 0
-    mtp = mtp_layers_built(otc, mtp_enabled, model_mtp)
-    found += layout_problems(layout, cfg.model, device, split=Split.of(otc), mcore=mcore, mtp=mtp)
-    found += sequence_parallel_problems(cfg, layout)
-    found += transformer_problems(
-        otc,
-        cfg.model,
-        layout,
-        sequence_parallel=bool(cfg.actor_rollout_ref.actor.megatron.get("sequence_parallel")),
-        dtype=cfg.megatron.dtype,
-        mtp_layers=mtp,
-        check_split=False,  # layout_problems judged the split
-    )
-    found += mtp_problems(otc, mtp_enabled, model_mtp, cfg.model.name)
-    found += rollout_problems(layout, cfg.model, cfg.actor_rollout_ref.rollout.name)
-    found += rollout_setting_problems(cfg)
-    found += weights_problems(cfg)
-    found += verl_setting_problems(cfg)
-    unknown_names = name_problems(cfg)  # estimators, losses, KL types, loggers, ... (verl's registries)
-    named = {k for p in unknown_names for k in p.keys}
-    found += unknown_names
-    # A key whose name is unknown gets that one message, not also the rules that read the name.
-    family = algorithm_problems(cfg) + trainer_problems(cfg, machine_missing) + optimizer_problems(cfg)
-    family += schedule_problems(cfg, training_steps(cfg, train_rows(cfg)))
-    found += [p for p in family if not named & set(p.keys)]
-    found += tracking_problems(cfg)
-    if layout.world % (layout.tp * layout.pp * layout.cp) == 0:  # else DP is undefined
-        found += batch_problems(cfg, layout, uses_reference(cfg))
-    found += packing_problems(cfg, mcore)
-    found += length_problems(cfg)
-    found += vllm_problems(cfg, device)
-    found += memory_problems(cfg)
-    found += patch_value_problems(cfg)
-    found += override_key_problems(cfg, device, transformer_config_fields())
-    found += override_ddp_problems(cfg)
-    found += data_problems(cfg, machine_missing)
-    found += model_path_problems(cfg, machine_missing)
-    found += submit_problems(cfg)  # before anything is written or submitted
-    return found
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return getattr(import_module("verl_qwen35.checks.verdict"), name)

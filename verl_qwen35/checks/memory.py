@@ -83,10 +83,11 @@ def _training_advice(e: memory_model.MemoryEstimate) -> str:
     return "; ".join(advice)
 
 
-def memory_problems(cfg: DictConfig) -> list[Problem]:
-    if bad_input := input_problems(cfg):
+def memory_problems(cfg: DictConfig, estimate: memory_model.MemoryEstimate | None = None) -> list[Problem]:
+    """`estimate`: this config's, when the caller has it (a `Run`'s); else computed here."""
+    if estimate is None and (bad_input := input_problems(cfg)):
         return bad_input
-    e = estimate_of(cfg)
+    e = estimate or estimate_of(cfg)
     if e is None:
         return []
     cap, found = e.device_memory_gib, []
@@ -177,9 +178,9 @@ def memory_problems(cfg: DictConfig) -> list[Problem]:
     return found
 
 
-def memory_lines(cfg: DictConfig) -> list[str]:
-    """A few plan lines: parameters, the two device phases, host memory."""
-    e = estimate_of(cfg)
+def memory_lines(cfg: DictConfig, estimate: memory_model.MemoryEstimate | None = None) -> list[str]:
+    """A few plan lines: parameters, the two device phases, host memory (`estimate`: the config's, if known)."""
+    e = estimate or estimate_of(cfg)
     if e is None:
         if not applies(cfg):
             why = "this config has no hardware.* capacities or model.num_layers"
@@ -252,9 +253,9 @@ def _sum(parts: list[tuple[str, float, str | None]], why: dict[str, str]) -> str
     return " + ".join(shown) + " GiB"
 
 
-def memory_column(cfg: DictConfig) -> str:
-    """The sweep summary's memory cell: peak GiB per device against capacity."""
-    e = estimate_of(cfg)
+def memory_column(cfg: DictConfig, estimate: memory_model.MemoryEstimate | None = None) -> str:
+    """The sweep summary's memory cell: peak GiB per device against capacity (`estimate`: the config's, if known)."""
+    e = estimate or estimate_of(cfg)
     if e is None:
         return ""
     mark = "" if e.fits else " NO FIT"

@@ -9,18 +9,18 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from verl_qwen35.checks.layout import layout_problems, positive_problems
-from verl_qwen35.checks.memory import estimable, memory_lines, memory_problems
+from verl_qwen35.checks.memory import memory_lines, memory_problems
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
-from verl_qwen35.config.errors import resolve_naming_key
 from verl_qwen35.model.layout import Layout
-from verl_qwen35.model.memory import InputError, MemoryEstimate, estimate, read_inputs
+from verl_qwen35.model.memory import InputError, MemoryEstimate, read_inputs
+from verl_qwen35.run.resolved import build_run
 
 PROG = "verl-qwen35 estimate"
 
 
 def _text(e: MemoryEstimate, cfg: DictConfig) -> str:
-    lines = memory_lines(cfg)
+    lines = memory_lines(cfg, e)
     lines.append("training   " + ", ".join(f"{k} {v:.2f}" for k, v in e.train_breakdown.items()) + " GiB")
     lines.append("log-prob   " + ", ".join(f"{k} {v:.2f}" for k, v in e.log_prob_breakdown.items()) + " GiB")
     lines.append("rollout    " + ", ".join(f"{k} {v:.2f}" for k, v in e.rollout_breakdown.items()))
@@ -48,26 +48,30 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(overrides: list[str], fmt: str, config_dirs: list[Path]) -> int:
-    cfg = compose(overrides, config_dirs=config_dirs)
-    resolve_naming_key(cfg)
+    run, broken = build_run(compose(overrides, config_dirs=config_dirs), mode="dry")
+    cfg = run.config
+    for problem in broken:
+        print(problem, file=sys.stderr)
+    if broken:
+        print(f"{PROG}: no estimate until those sections are back", file=sys.stderr)
+        return 2
     try:
         read_inputs(cfg)
     except InputError as err:
         print(f"ERROR   [{err.key}] {err}", file=sys.stderr)
         print(f"{PROG}: no estimate until that value is fixed", file=sys.stderr)
         return 2
-    if not estimable(cfg):
+    if (e := run.estimate) is None:  # the builder estimates what `estimable` accepts
         layout = Layout.of(cfg)
         found = positive_problems(layout) or layout_problems(layout, cfg.model, str(cfg.trainer.get("device", "gpu")))
         for problem in found:
             print(problem, file=sys.stderr)
         print(f"{PROG}: no estimate for this layout; fix the parallel.* values above", file=sys.stderr)
         return 2
-    e = estimate(cfg)
     if fmt == "json":
         print(json.dumps(e.as_dict(), indent=2))
     else:
         print(_text(e, cfg))
-    for problem in memory_problems(cfg):
+    for problem in memory_problems(cfg, e):
         print(problem, file=sys.stderr)
     return 0 if e.fits else 2

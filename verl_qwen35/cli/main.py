@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stdout
+from importlib import import_module
 from pathlib import Path
 
 import hydra
@@ -19,9 +20,8 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import DictConfig
 from omegaconf.errors import InterpolationResolutionError
 
-from verl_qwen35.cli import data, diff, doctor, estimate, help, import_script, plan, relaunch, report
+from verl_qwen35.cli import help
 from verl_qwen35.cli.answers import PROG, answered
-from verl_qwen35.cli.picture import job_and_picture
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import implicit_overrides
 from verl_qwen35.config.errors import resolve_naming_key
@@ -31,10 +31,9 @@ from verl_qwen35.config.resolvers import register_resolvers
 from verl_qwen35.config.schema import register_schema
 from verl_qwen35.config.secrets import redact_config_text
 from verl_qwen35.config.sources import register_sources
-from verl_qwen35.config.user_conf import check_config_dirs
+from verl_qwen35.config.user_conf import check_config_dirs, scanned_once
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir
-from verl_qwen35.run.job import MODES, job_context
 from verl_qwen35.run.stops import sigterm_raised
 from verl_qwen35.run.sweep import guarded_job, in_multirun, interrupted, released_when_done
 
@@ -43,23 +42,43 @@ def _presets(argv: list[str]) -> int:
     return help.serve_listing([help.PRESETS_FLAG, *argv])
 
 
+def _subcommand(module: str) -> Callable[[list[str]], int]:
+    """`verl_qwen35.cli.<module>.main`, imported when that subcommand runs (a run imports none of them)."""
+
+    def main(argv: list[str]) -> int:
+        return import_module(f"verl_qwen35.cli.{module}").main(argv)
+
+    return main
+
+
 # name -> (main, one line for --help); each main takes its own argv and returns the exit code.
 SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
-    "diff": (diff.main, "diff A B [--format markdown|json]   compare two configs key by key"),
-    "estimate": (estimate.main, "estimate OVERRIDES [--format json]  device memory estimate of a config"),
-    "plan": (plan.main, "plan OVERRIDES [--top N] [--sweep DIR]  rank the layouts that fit"),
-    "doctor": (doctor.main, "doctor [device=gpu|npu]              check this machine's software stack"),
-    "relaunch": (relaunch.main, "relaunch RUN_DIR                     launch a run's exact config again"),
-    "report": (report.main, "report RUN_DIR [--out DIR] [--json]  a run's metrics, plots, predicted vs measured"),
-    "data": (data.main, "data --out DIR                       fetch the geo3k parquet files once"),
-    "import": (import_script.main, "import SCRIPT [--device gpu|npu] [--out DIR]  a launch script as a preset"),
+    "diff": (_subcommand("diff"), "diff A B [--format markdown|json]   compare two configs key by key"),
+    "estimate": (_subcommand("estimate"), "estimate OVERRIDES [--format json]  device memory estimate of a config"),
+    "plan": (_subcommand("plan"), "plan OVERRIDES [--top N] [--sweep DIR]  rank the layouts that fit"),
+    "doctor": (_subcommand("doctor"), "doctor [device=gpu|npu]              check this machine's software stack"),
+    "relaunch": (_subcommand("relaunch"), "relaunch RUN_DIR                     launch a run's exact config again"),
+    "report": (
+        _subcommand("report"),
+        "report RUN_DIR [--out DIR] [--json]  a run's metrics, plots, predicted vs measured",
+    ),
+    "data": (_subcommand("data"), "data --out DIR                       fetch the geo3k parquet files once"),
+    "import": (
+        _subcommand("import_script"),
+        "import SCRIPT [--device gpu|npu] [--out DIR]  a launch script as a preset",
+    ),
     "presets": (_presets, "presets [--config-dir DIR]           models, devices, layouts, tunings"),
 }
 
 
 @hydra.main(config_path=str(conf_dir()), config_name="config", version_base=None)
 def hydra_main(cfg: DictConfig) -> None:
-    """The job Hydra runs: in a sweep nothing a job raises may end the sweep or lose its summary."""
+    """The job Hydra runs: in a sweep nothing a job raises may end the sweep or lose its summary.
+
+    The job's modules (checks, planner, run) are imported here: `--cfg job` and `--help` never run it."""
+    from verl_qwen35.cli.picture import job_and_picture
+    from verl_qwen35.run.job import MODES, job_context
+
     choices, output_dir = job_context()
     if in_multirun() and output_dir:
         value = cfg.get("dry_run")
@@ -204,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     # A user who sets HYDRA_FULL_ERROR asks for Hydra's tracebacks; everyone else gets one message.
     # SIGTERM (scancel, `timeout`) stops the run or sweep as Ctrl-C does: the sweep's summary, exit 143.
     answer = answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=interrupted)
-    with answer, sigterm_raised(), released_when_done():
+    with answer, sigterm_raised(), released_when_done(), scanned_once():
         # Every file the user adds to the search path: size and alias limits and secrets, before Hydra parses any.
         check_config_dirs(parse_overrides(overrides_of(argv)), user_search_dirs(argv))
         run_hydra(argv)

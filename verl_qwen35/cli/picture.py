@@ -7,7 +7,8 @@ the key is set.
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_qwen35.run.job import PreflightRefused, mode_of, run_job
+from verl_qwen35.run.job import PreflightRefused, run_job
+from verl_qwen35.run.resolved import mode_of
 
 PICTURE = "plan.picture"
 NOT_DRAWN = "picture    not drawn: the preflight refuses this config (the errors above)"

@@ -27,19 +27,17 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
-from tabulate import tabulate
 
-from verl_qwen35.checks import device_of
 from verl_qwen35.checks.layout import positive_problems
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
-from verl_qwen35.config.errors import resolve_naming_key
 from verl_qwen35.errors import UserError
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, read_inputs
 from verl_qwen35.model.pipeline import Split
+from verl_qwen35.model.run import Run
 from verl_qwen35.planner.search import (
     FIRST,
     LAST,
@@ -53,6 +51,7 @@ from verl_qwen35.planner.search import (
     user_split,
     verified,
 )
+from verl_qwen35.run.resolved import build_run
 
 PROG = "verl-qwen35 plan"
 PICTURE = "--picture"
@@ -116,6 +115,8 @@ def record(
 
 
 def table(rows: list[tuple[str, Candidate]], base_split: Split) -> str:
+    from tabulate import tabulate  # only the table format prints one
+
     head = ("rank", "tp", "pp", "cp", "ep", "etp", "vpp", "first/last", "gen tp/dp/ep", "s/step", "tok/s/dev")
     head += ("rollout s", "train s", "train GiB", "rollout GiB", "headroom", "override line")
     body = []
@@ -208,14 +209,14 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _compose(overrides: list[str], config_dirs: list[Path]) -> tuple[DictConfig, DictConfig, Layout]:
-    """(composed, resolved copy, its own layout), or a UsageError naming what to fix."""
-    cfg = compose(
-        overrides, config_dirs=config_dirs
-    )  # Hydra's and OmegaConf's errors: errors.answered names the override or key
-    resolved = cfg.copy()
-    resolve_naming_key(resolved)
-    own = Layout.of(resolved)
+def _compose(overrides: list[str], config_dirs: list[Path]) -> tuple[Run, Layout]:
+    """(the run, keeping its composed config for the search, its own layout), or a UsageError naming what to fix."""
+    # Hydra's and OmegaConf's errors: errors.answered names the override or key
+    run, broken = build_run(compose(overrides, config_dirs=config_dirs), mode="dry", keep_composed=True)
+    if broken:
+        raise UsageError("; ".join(f"{', '.join(p.keys)}: {p.message}" for p in broken))
+    resolved = run.config
+    own = run.layout or Layout.of(resolved)
     for name in ("nnodes", "devices_per_node"):
         value = getattr(own, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -232,7 +233,7 @@ def _compose(overrides: list[str], config_dirs: list[Path]) -> tuple[DictConfig,
         read_inputs(resolved)  # the estimate ranks every layout: its inputs must be usable first
     except InputError as err:
         raise UsageError(f"{err}; nothing searched") from None
-    return cfg, resolved, own
+    return run, own
 
 
 def _is_own(c: Candidate, own: Layout, own_split: Split) -> bool:
@@ -248,6 +249,7 @@ def why_faster(pick: Candidate, other: Candidate) -> str:
 
 def _print_table(
     resolved: DictConfig,
+    device: str,
     own: Layout,
     own_split: Split,
     found: Search,
@@ -260,7 +262,7 @@ def _print_table(
     hw = resolved.hardware
     print(
         f"{resolved.model.name} on {own.nnodes} x {own.devices_per_node} = {own.world} "
-        f"{device_of(resolved).upper()}s (hardware {hw.get('name', '?')}, {hw.device_memory_gib:g} GiB each): "
+        f"{device.upper()}s (hardware {hw.get('name', '?')}, {hw.device_memory_gib:g} GiB each): "
         f"{found.training_accepted} training layouts (of {found.training_judged} judged) x "
         f"{found.rollout_accepted} rollout layouts accepted"
     )
@@ -352,22 +354,23 @@ def run(args: argparse.Namespace) -> int:
         target(args.picture, PICTURE)
         require_matplotlib(PICTURE)
     config_dirs = [args.config_dir] if args.config_dir else []
-    cfg, resolved, own = _compose(args.overrides, config_dirs)
-    found = search(resolved, device_of(resolved), top=args.top + 5 if args.top else 0)
-    listed, refusal = verified(cfg, found, args.top)
+    run, own = _compose(args.overrides, config_dirs)
+    resolved = run.config
+    found = search(run, top=args.top + 5 if args.top else 0)
+    listed, refusal = verified(run, found, args.top)
     if refusal and not listed:
         for problem in refusal:
             print(problem, file=sys.stderr)
         raise UsageError("the preflight refuses the best layouts for the reasons above; fix those overrides first")
     own_split = user_split(resolved)
-    current, own_errors = judge(cfg, own, own_split)
+    current, own_errors = judge(run, own, own_split)
     base = base_overrides(args.overrides)
     rows = [(str(i + 1), c) for i, c in enumerate(listed)]
     steps = run_steps(resolved)
     if args.format == "json":
         _print_json(own, own_split, base, rows, current, steps)
     else:
-        _print_table(resolved, own, own_split, found, rows, current, steps)
+        _print_table(resolved, run.device, own, own_split, found, rows, current, steps)
         print(f"took {time.perf_counter() - started:.2f} s after start-up (compose, search, verify)")
         if refusal:
             print(f"note: layouts the search accepted but the whole preflight refused were left out: {refusal[0]}")
@@ -385,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         for own_dir in config_dirs:  # one --config-dir for the multirun: the user's groups join the layouts
             shutil.copytree(own_dir, args.sweep, dirs_exist_ok=True)
-        names = write_sweep(args.sweep, rows, cfg)
+        names = write_sweep(args.sweep, rows, resolved)
     except OSError as err:
         raise UsageError(f"--sweep {args.sweep}: cannot write the layouts ({err.strerror}: {err.filename})") from None
     command = sweep_command(args.sweep, base, names)

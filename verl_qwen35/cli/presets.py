@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
-from tabulate import tabulate
 
 from verl_qwen35.config.yaml_files import load_yaml, read_text
 from verl_qwen35.installed import conf_dir, detect_device
@@ -180,6 +179,8 @@ def _grid(groups: dict[str, dict[str, Option]], extra_dirs: Iterable[Path] = ())
                 missing = f"no preset: add parallel/{name}.yaml or pass parallel=NAME"
                 rows.append((model, device, "-", "-", "-", missing, "-"))
     head = ("model", "device", "parallel", "hardware", "nodes x devices", "layout", "tuning")
+    from tabulate import tabulate  # only `--presets` prints a grid (the run imports this module for --help)
+
     grid = tabulate(rows, headers=head, tablefmt="plain", disable_numparse=True)
     out = [
         "model x device (what model=M device=D picks: parallel=M_D, hardware=tested_on/M_D, tuning=M_D when it "

@@ -26,7 +26,7 @@ from verl_qwen35.installed import conf_dir
 
 def check_before_writing(overrides: Sequence[str], config_dirs: Sequence[Path], job: DictConfig | None) -> None:
     """Group choices, secrets in the overrides and in `--config-dir` files, whole sections kept;
-    `job` (the composed config without its `hydra` node, None for a sweep) is scanned for secrets too."""
+    `job` (the composed config, None for a sweep) is scanned for secrets too, all but Hydra's `hydra` node."""
     parsed = parse_overrides(list(overrides))
     check_choices(parsed, config_dirs)
     check_overrides(parsed)
@@ -40,8 +40,11 @@ def check_before_writing(overrides: Sequence[str], config_dirs: Sequence[Path], 
     if job is not None:
         missing_values(job)
         nested_values(job)
-        for key, why in config_findings(job):
+        for key, why in config_findings(job, leave_out=(HYDRA,)):
             raise UserError(f"{key}: {why}; refused before anything was written. Instead, {ADVICE}.")
+
+
+HYDRA = "hydra"  # Hydra's own node of a composed config: not the job's values
 
 
 def missing_values(job: DictConfig) -> None:
@@ -83,11 +86,6 @@ def user_config_dirs(config: DictConfig) -> list[Path]:
         for source in config.hydra.runtime.config_sources
         if source.provider == "command-line" and source.schema == "file"
     ]
-
-
-def without_hydra(config: DictConfig) -> DictConfig:
-    job = OmegaConf.masked_copy(config, [k for k in config if k != "hydra"])
-    return job
 
 
 class Refused(BaseException):
@@ -133,7 +131,7 @@ class PrewriteChecks(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
-            check_before_writing(command_line(config), user_config_dirs(config), without_hydra(config))
+            check_before_writing(command_line(config), user_config_dirs(config), config)  # no copy without `hydra`
         except Exception as err:
             raise Refused(err) from err
         _note_unstarted(config, "hydra.run.dir")
@@ -146,7 +144,7 @@ class PrewriteChecks(Callback):
         # user's files were all scanned. The sweep's own config is saved whole as multirun.yaml: scanned too.
         try:
             check_before_writing(command_line(config), user_config_dirs(config), None)
-            for key, why in config_findings(without_hydra(config)):
+            for key, why in config_findings(config, leave_out=(HYDRA,)):
                 raise UserError(f"{key}: {why}; refused before anything was written. Instead, {ADVICE}.")
         except Exception as err:
             raise Refused(err) from err

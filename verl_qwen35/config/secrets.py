@@ -8,7 +8,7 @@ A finding names the key and the variable, never the value.
 
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -212,10 +212,12 @@ def check_overrides(overrides: Sequence[Override]) -> None:
             raise UserError(f"{where}: {why}; refused before anything was written. Instead, {ADVICE}.")
 
 
-def config_findings(cfg: DictConfig) -> list[tuple[str, str]]:
-    """Secrets in a composed config (resolved where it can be; env reads are looked at unresolved)."""
+def config_findings(cfg: DictConfig, leave_out: Collection[str] = ()) -> list[tuple[str, str]]:
+    """Secrets in a composed config (resolved where it can be; env reads are looked at unresolved); the
+    top-level keys in `leave_out` (Hydra's own `hydra` node) are not scanned, and not copied either."""
     shell = shell_secrets()
-    return list(findings("", OmegaConf.to_container(cfg, resolve=False), shell))
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    return list(findings("", {k: v for k, v in raw.items() if k not in leave_out}, shell))
 
 
 def redact(text: str, environ: Mapping[str, str] | None = None) -> str:

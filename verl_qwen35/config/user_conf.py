@@ -9,7 +9,9 @@ Their types and missing keys are the schema's.
 """
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from hydra.core.override_parser.types import Override
@@ -20,6 +22,19 @@ from verl_qwen35.config.yaml_files import parse_yaml, read_text
 from verl_qwen35.errors import UserError
 
 FILE_SCHEME = "file://"
+# The directories already scanned in this command (None: no command is scanning once, each call scans).
+_SCANNED: ContextVar[set[Path] | None] = ContextVar("verl_qwen35_scanned_config_dirs", default=None)
+
+
+@contextmanager
+def scanned_once() -> Iterator[None]:
+    """Within it, a directory's files are scanned once: the command scans them before Hydra parses any, and
+    Hydra's pre-write callback (config/prewrite.py) would otherwise scan the same files again."""
+    token = _SCANNED.set(set())
+    try:
+        yield
+    finally:
+        _SCANNED.reset(token)
 
 
 def searchpath_dirs(overrides: Sequence[Override]) -> list[Path]:
@@ -50,8 +65,10 @@ def check_user_files(config_dirs: Sequence[Path]) -> None:
     for root in config_dirs:
         if not Path(root).is_dir():
             raise UserError(f"--config-dir {root}: no such directory (it should hold group folders like parallel/)")
-    shell = shell_secrets()
-    for root in map(Path, config_dirs):
+    scanned = _SCANNED.get()
+    todo = [Path(root) for root in config_dirs if scanned is None or Path(root).resolve() not in scanned]
+    shell = shell_secrets() if todo else {}
+    for root in todo:
         for path in sorted(root.rglob("*.yaml")):
             text = read_text(path)
             content = parse_yaml(text, path)
@@ -59,6 +76,8 @@ def check_user_files(config_dirs: Sequence[Path]) -> None:
                 content = {k: v for k, v in content.items() if k != "defaults"}  # group choices, not values
             for key, why in findings(_package(path, root, text), content, shell):
                 raise UserError(f"{path}: {key}: {why}; refused before anything was written. Instead, {ADVICE}.")
+        if scanned is not None:
+            scanned.add(root.resolve())
 
 
 def _chosen(overrides: Sequence[Override]) -> dict[str, list[str]]:

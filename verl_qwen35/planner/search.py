@@ -42,6 +42,7 @@ from verl_qwen35.checks.rollout import rollout_problems
 from verl_qwen35.model.layout import Layout, divisors
 from verl_qwen35.model.memory import MemoryEstimate, ModelFacts, Settings, estimate_layout
 from verl_qwen35.model.pipeline import Split
+from verl_qwen35.model.run import Run
 from verl_qwen35.model.step_time import (
     PARTS,
     Efficiency,
@@ -223,10 +224,11 @@ class Model:
     recipe: Recipe
 
     @classmethod
-    def of(cls, plain: Any) -> "Model":
-        return cls(
-            ModelFacts.of(plain.model), Settings.of(plain), Rates.of(plain.hardware), calibrated(), Recipe.of(plain)
-        )
+    def of(cls, plain: Any, run: Run | None = None) -> "Model":
+        """`run`: its facts and settings, read once when it was built (else read from `plain`)."""
+        facts = run.facts if run is not None and run.facts is not None else ModelFacts.of(plain.model)
+        settings = run.settings if run is not None and run.settings is not None else Settings.of(plain)
+        return cls(facts, settings, Rates.of(plain.hardware), calibrated(), Recipe.of(plain))
 
     def settings_for(self, split: Split) -> Settings:
         if (split.first, split.last) == self.settings.first_last:
@@ -265,15 +267,19 @@ class Search:
 ROLLOUT_TRIES = 12
 
 
-def search(cfg: DictConfig, device: str, top: int = 10) -> Search:
-    """Accepted layouts of this composed config's cluster and model that fit, fastest first (`top`; 0: all).
+def search(cfg: DictConfig | Run, device: str | None = None, top: int = 10) -> Search:
+    """Accepted layouts of this run's (or resolved config's) cluster and model that fit, fastest first
+    (`top`; 0: all); `device` defaults to the config's.
 
     The rollout's seconds depend only on the rollout layout, the training's only on the training
     layout, so both are computed once each; memory estimates run lazily in the order of
     training + fastest rollout, a lower bound of every pairing's time."""
-    plain = Plain.of(OmegaConf.to_container(cfg, resolve=True))
+    run = cfg if isinstance(cfg, Run) else None
+    resolved = run.config if run is not None else cfg
+    device = device or ("npu" if resolved.trainer.get("device") == "npu" else "gpu")
+    plain = Plain.of(OmegaConf.to_container(resolved, resolve=True))
     own = Layout.of(plain)
-    model = Model.of(plain)
+    model = Model.of(plain, run)
     trained, rolled = [0], [0]
     trainings = list(training_layouts(plain, own, device, trained, model.facts))
     accepted = list(rollout_layouts(plain, own, rolled))
@@ -343,9 +349,10 @@ def _paired(
     return first
 
 
-def judge(cfg: DictConfig, lo: Layout, split: Split | None = None) -> tuple[Candidate | None, list[Problem]]:
+def judge(cfg: DictConfig | Run, lo: Layout, split: Split | None = None) -> tuple[Candidate | None, list[Problem]]:
     """Any layout (e.g. the config's own) through the whole preflight, then estimated and timed like
-    the search's: (candidate, errors); no candidate when the preflight refuses the layout."""
+    the search's: (candidate, errors); no candidate when the preflight refuses the layout. `cfg`: the
+    composed config, or a `Run` that kept it."""
     resolved = with_layout(cfg, lo, split)
     found = preflight(resolved, machine_missing="warning")
     errors = [p for p in found if p.level == "error"]
@@ -362,11 +369,21 @@ def split_overrides(split: Split) -> dict[str, int | None]:
     return {f"{OTC}.{FIRST}": split.first, f"{OTC}.{LAST}": split.last}
 
 
-def with_layout(cfg: DictConfig, lo: Layout, split: Split | None = None) -> DictConfig:
+def composed_of(cfg: DictConfig | Run) -> DictConfig:
+    """The composed (unresolved) config the planner varies: a `Run`'s kept one (`keep_composed=True`)."""
+    if not isinstance(cfg, Run):
+        return cfg
+    if cfg.composed is None:
+        raise ValueError("the planner varies the composed config: build the Run with keep_composed=True")
+    return cfg.composed
+
+
+def with_layout(cfg: DictConfig | Run, lo: Layout, split: Split | None = None) -> DictConfig:
     """The composed (unresolved) config with `parallel.*` set to this layout (and the first/last stage
     counts to `split`'s): what the overrides `parallel.X=...` and `++megatron...=N` give, since every
     layout key interpolates `parallel.*` and the ref and actor read `megatron.*`."""
-    out = copy.deepcopy(cfg)
+    out = copy.deepcopy(composed_of(cfg))
+    OmegaConf.set_readonly(out, False)  # a Run's copy is read-only; this one is the layout's own
     for name in (*TRAINING, *ROLLOUT):
         out.parallel[name] = getattr(lo, name)
     if split is not None and split.layout is None:
@@ -379,12 +396,12 @@ def with_layout(cfg: DictConfig, lo: Layout, split: Split | None = None) -> Dict
     return out
 
 
-def verify(cfg: DictConfig, lo: Layout, split: Split | None = None) -> list[Problem]:
+def verify(cfg: DictConfig | Run, lo: Layout, split: Split | None = None) -> list[Problem]:
     """The dry run's whole preflight on this layout (missing local files are warnings, as in a dry run)."""
     return preflight(with_layout(cfg, lo, split), machine_missing="warning")
 
 
-def verified(cfg: DictConfig, found: Search, top: int) -> tuple[list[Candidate], list[Problem]]:
+def verified(cfg: DictConfig | Run, found: Search, top: int) -> tuple[list[Candidate], list[Problem]]:
     """The search's layouts that the whole preflight accepts (all of them, unless something outside
     the layout is wrong: then the first refusal's errors say what)."""
     kept: list[Candidate] = []

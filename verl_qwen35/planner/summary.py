@@ -8,23 +8,24 @@ from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.checks.tracking import backends
 from verl_qwen35.config.tracking import MODE, PLACE
 from verl_qwen35.model.layout import Layout
-from verl_qwen35.model.memory import InputError, estimate_layout, read_inputs
-from verl_qwen35.model.pipeline import Split
+from verl_qwen35.model.memory import InputError, MemoryEstimate, estimate_layout, read_inputs
+from verl_qwen35.model.run import Run
 from verl_qwen35.model.step_time import Rates, Recipe, StepTime, step_time
 
 
-def predicted_step(cfg: DictConfig) -> StepTime:
-    """The step time of this config's own layout, as the plan predicts it; `InputError` names an unusable key."""
+def predicted_step(cfg: DictConfig, estimate: MemoryEstimate | None = None) -> StepTime:
+    """The step time of this config's own layout, as the plan predicts it; `InputError` names an unusable key.
+    `estimate`: the config's memory estimate, when the caller has it (a `Run`'s)."""
     m, s = read_inputs(cfg)
     rates = Rates.of(cfg.hardware)
     lo = Layout.of(cfg)
-    return step_time(m, lo, s, estimate_layout(m, lo, s), rates, recipe=Recipe.of(cfg))
+    return step_time(m, lo, s, estimate or estimate_layout(m, lo, s), rates, recipe=Recipe.of(cfg))
 
 
-def step_lines(cfg: DictConfig, steps: int | None = None) -> list[str]:
+def step_lines(cfg: DictConfig, steps: int | None = None, estimate: MemoryEstimate | None = None) -> list[str]:
     """The predicted step time of this config's own layout, by part (docs/planning.md, "Step time")."""
     try:
-        t = predicted_step(cfg)
+        t = predicted_step(cfg, estimate)
     except InputError as err:
         return [f"step       not predicted: {err}"]
     p = t.parts
@@ -76,9 +77,11 @@ def rollout_line(name: str, lo: Layout) -> str:
     return f"rollout    {name}: {replicas} replica(s) of {per} devices{nodes}, each one server of {engines}; {experts}"
 
 
-def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> list[str]:
-    lo, m = Layout.of(cfg), cfg.model
-    split = Split.of(cfg.megatron.override_transformer_config)
+def plan_lines(run: Run) -> list[str]:
+    """What a dry run prints after the verdict: the run's layout, memory, step time, data, env and outputs."""
+    cfg, choices, output_dir, e = run.config, run.choices, run.output_dir, run.estimate
+    lo, m = run.layout or Layout.of(cfg), cfg.model
+    split = run.split
     prompts, mini = cfg.data.train_batch_size, cfg.actor_rollout_ref.actor.ppo_mini_batch_size
     unset = cfg.env.unset
     rollout = cfg.actor_rollout_ref.rollout
@@ -92,8 +95,8 @@ def plan_lines(cfg: DictConfig, choices: dict[str, str], output_dir: str | None)
         f"           DP {lo.dp}, expert-DP {lo.expert_dp}, layers per pipeline stage {layers_per_stage(lo, m, split)}",
         rollout_line(rollout.name, lo),
         f"step       {prompts} prompts x n={rollout.n} = {prompts * rollout.n} sequences, mini-batch {mini}",
-        *memory_lines(cfg),
-        *step_lines(cfg, training_steps(cfg, train_rows(cfg)).total),
+        *memory_lines(cfg, e),
+        *step_lines(cfg, training_steps(cfg, train_rows(cfg)).total, e),
         f"data       {cfg.data.train_files} | {cfg.data.val_files}",
         f"env        {len(cfg.env.set)} variables to the driver and every Ray worker; cleared: {', '.join(unset)}",
         f"checkpoint {cfg.trainer.default_local_dir}",

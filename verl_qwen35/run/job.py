@@ -7,26 +7,25 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from verl_qwen35.checks import device_of, preflight
+from verl_qwen35.checks import preflight
 from verl_qwen35.checks.memory import memory_column
 from verl_qwen35.checks.problem import Problem
-from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.checks.tracking import backends, swanlab_login_problems
 from verl_qwen35.checks.versions import rules_line
-from verl_qwen35.config.errors import resolve_naming_key
-from verl_qwen35.config.patch import link_patch
 from verl_qwen35.config.secrets import redact
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import installed_verl_schema
+from verl_qwen35.model.run import Run
 from verl_qwen35.planner.summary import plan_lines
 from verl_qwen35.run.environment import from_shell, job_environment
-from verl_qwen35.run.launch_record import absolute_checkpoint_dir, write_launch_file
+from verl_qwen35.run.launch_record import write_launch_file
 from verl_qwen35.run.machine import launch_problems, runtime_problems
+from verl_qwen35.run.resolved import MODES, UNDEFINED_AFTER_ERRORS, build_run, writable
 from verl_qwen35.run.submit import SubmitError, run_dir_problems, submit, submitting
-from verl_qwen35.run.sweep import in_multirun, job_tag, note_job_id, write_verdict
-from verl_qwen35.run.tracking_files import absolute_tracking_env, keep_file_history
+from verl_qwen35.run.sweep import in_multirun, note_job_id, write_verdict
+from verl_qwen35.run.tracking_files import keep_file_history
 
-MODES = {False: "launch", True: "dry", "full": "full"}
+__all__ = ["MODES", "job_context", "launch_now", "run_job"]
 
 
 class LaunchRefused(SystemExit):
@@ -45,16 +44,10 @@ def job_context() -> tuple[dict[str, str], str | None]:
     return dict(hydra_cfg.runtime.choices), hydra_cfg.runtime.output_dir
 
 
-def mode_of(cfg: DictConfig) -> str:
-    value = cfg.get("dry_run")
-    if isinstance(value, bool | str) and value in MODES:
-        return MODES[value]
-    raise UserError(f"dry_run={value!r}: use dry_run=false (launch), true or full")
-
-
-def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Problem]:
-    found = preflight(cfg, machine_missing="warning" if mode == "dry" else "error")
-    schema = choices.get("verl_schema")
+def problems(run: Run) -> list[Problem]:
+    cfg, mode = run.config, run.mode
+    found = preflight(cfg, machine_missing="warning" if mode == "dry" else "error", estimate=run.estimate)
+    schema = run.choices.get("verl_schema")
     if mode != "dry" and schema and schema != installed_verl_schema():
         found.append(
             Problem(
@@ -73,39 +66,28 @@ def problems(cfg: DictConfig, choices: dict[str, str], mode: str) -> list[Proble
     if here and not [p for p in found if p.level == "error"]:
         from verl_qwen35.validators.real import real_problems  # imports torch, megatron-core and verl
 
-        found += real_problems(cfg, device_of(cfg))
+        found += real_problems(writable(cfg), run.device)  # verl's dataclasses edit what they are given
     if mode == "launch" and not submitting(cfg) and not [p for p in found if p.level == "error"]:
         found += launch_problems(cfg)  # the stack and the cluster's devices, before verl starts Ray
         found += swanlab_login_problems(cfg, os.environ)  # this shell's key, as at the stack check
     return found
 
 
-def separate_sweep_job(cfg: DictConfig, output_dir: str) -> None:
-    """In a sweep, each job checkpoints into its own output directory under its own run name."""
-    cfg.trainer.experiment_name = f"{cfg.trainer.experiment_name}_{job_tag()}"
-    cfg.trainer.default_local_dir = str(Path(output_dir) / "checkpoints")
-
-
-# What a derived value (the plan, the memory cell) raises when a value it reads has the wrong type;
-# the preflight has already reported that value as an error.
-UNDEFINED_AFTER_ERRORS = (TypeError, ValueError, ZeroDivisionError, AttributeError, KeyError)
-
-
-def plan_or_why_not(cfg: DictConfig, choices: dict[str, str], output_dir: str | None, refused: bool) -> list[str]:
+def plan_or_why_not(run: Run, refused: bool) -> list[str]:
     """The plan; after errors, values it would compute with may be of the wrong type, so it may not exist."""
     if not refused:
-        return plan_lines(cfg, choices, output_dir)
+        return plan_lines(run)
     try:
-        return plan_lines(cfg, choices, output_dir)
+        return plan_lines(run)
     except UNDEFINED_AFTER_ERRORS as err:
         return [f"plan       not computed: the errors above leave it undefined ({type(err).__name__})"]
 
 
-def memory_or_blank(cfg: DictConfig, refused: bool) -> str:
+def memory_or_blank(run: Run, refused: bool) -> str:
     if not refused:
-        return memory_column(cfg)
+        return memory_column(run.config, run.estimate)
     try:
-        return memory_column(cfg)
+        return memory_column(run.config, run.estimate)
     except UNDEFINED_AFTER_ERRORS:
         return ""
 
@@ -115,29 +97,25 @@ def run_dir_of(output_dir: str | None) -> Path:
     return Path(output_dir or ".").resolve()
 
 
-def run_job(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> bool:
-    """False when the preflight refused the config in a sweep (alone, PreflightRefused is raised)."""
-    mode = mode_of(cfg)
-    link_patch(cfg)  # before resolution: `megatron.<any key>` reaches actor and ref
-    resolve_naming_key(cfg)
-    if broken := structure_problems(cfg):  # nothing below can read inside a section that is not there
+def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | None) -> bool:
+    """The Hydra task: the composed config becomes one read-only `Run`, checked, then planned or launched.
+    False when the preflight refused the config in a sweep (alone, PreflightRefused is raised)."""
+    run, broken = build_run(composed, choices, output_dir)
+    cfg, mode = run.config, run.mode
+    if broken:
         report(broken, output_dir, mode)
         return refused(len(broken))
-    if in_multirun() and output_dir:
-        separate_sweep_job(cfg, output_dir)
-    absolute_checkpoint_dir(cfg)
-    absolute_tracking_env(cfg, output_dir)  # each run's (each sweep job's) logs under its own directory
-    found = problems(cfg, choices, mode)
+    found = problems(run)
     if submitting(cfg) and not [p for p in found if p.level == "error"]:
         found += run_dir_problems(cfg, run_dir_of(output_dir))
     errors = [p for p in found if p.level == "error"]
-    report(found, output_dir, mode, memory_or_blank(cfg, bool(errors)))
+    report(found, output_dir, mode, memory_or_blank(run, bool(errors)))
     if mode != "launch":
-        print(redact("\n".join(plan_or_why_not(cfg, choices, output_dir, bool(errors)))))
+        print(redact("\n".join(plan_or_why_not(run, bool(errors)))))
         if not errors:
             for name, value in from_shell(cfg).items():
                 print(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
-    print(rules_line(device_of(cfg)), file=sys.stderr if errors else sys.stdout)  # what the rules assumed
+    print(rules_line(run.device), file=sys.stderr if errors else sys.stdout)  # what the rules assumed
     if errors:
         return refused(len(errors))
     if mode != "launch":
@@ -185,6 +163,7 @@ def refused(errors: int) -> bool:
 def launch_now(cfg: DictConfig, use_shell_env: bool = True) -> None:
     from verl_qwen35.run.launch import launch  # imports verl, torch and Ray
 
+    cfg = writable(cfg)  # verl's main_ppo edits its config (auto_set_device); a Run's is read-only
     with job_environment(cfg, use_shell_env):
         if "file" in backends(cfg) and os.environ.get("VERL_FILE_LOGGER_PATH"):
             keep_file_history(os.environ["VERL_FILE_LOGGER_PATH"])  # launch and relaunch alike

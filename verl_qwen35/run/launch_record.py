@@ -39,7 +39,8 @@ SHARED_STORAGE_WARNING = (
 def absolute_checkpoint_dir(cfg: DictConfig) -> str:
     """verl's default `checkpoints/<project>/<experiment>` is relative to where it was started; fix it now."""
     path = str(Path(cfg.trainer.default_local_dir).expanduser().absolute())
-    cfg.trainer.default_local_dir = path
+    if cfg.trainer.default_local_dir != path:  # a Run's (read-only) config has it absolute already
+        cfg.trainer.default_local_dir = path
     return path
 
 

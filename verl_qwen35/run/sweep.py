@@ -31,7 +31,6 @@ from hydra.core.utils import JobReturn
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
-from tabulate import tabulate
 
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.config.errors import explain
@@ -246,6 +245,8 @@ def table(rows: list[dict[str, Any]], reason_width: int = 100) -> str:
     if not rows:
         return "(no jobs)"
     shown = [[str(v)[:reason_width] for v in row.values()] for row in rows]
+    from tabulate import tabulate  # only a sweep's summary prints a table
+
     return tabulate(shown, headers=list(rows[0]), tablefmt="simple", disable_numparse=True)
 
 
