@@ -15,9 +15,6 @@ from verl_qwen35.installed import installed_verl_schema, verl_config_dir
 from verl_qwen35.review.flat import flatten
 from verl_qwen35.run.environment import effective_env
 
-# On every verl CI tests (-m each_verl): scripts imported against the installed verl's keys.
-pytestmark = pytest.mark.each_verl
-
 FIDELITY = Path(__file__).parents[1] / "seed_fidelity"
 FIXTURE = Path(__file__).parents[1] / "import_scripts" / "qwen3_5_35b_style.sh"
 LISTS = sorted(FIDELITY.glob("*_overrides/*.txt"))
@@ -72,6 +69,7 @@ def _differences(script: dict, preset: dict) -> set[str]:
     }
 
 
+@pytest.mark.each_verl
 @pytest.mark.parametrize("listed", LISTS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_an_imported_list_composes_to_the_script_but_for_the_reported_fixes(listed, cli, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", "/home/user")
@@ -93,6 +91,7 @@ def test_an_imported_list_composes_to_the_script_but_for_the_reported_fixes(list
     assert checked.code == 0 and "verdict    OK" in checked.out, checked.said
 
 
+@pytest.mark.each_verl
 @pytest.mark.parametrize("device", ["gpu", "npu"])
 def test_a_script_in_verls_style_records_the_overrides_verl_recorded(device):
     recorded = run_script(FIXTURE, device)

@@ -18,9 +18,6 @@ from verl_qwen35.run.job import launch_now
 from verl_qwen35.run.launch_record import write_launch_file
 from verl_qwen35.run.tracking_files import absolute_tracking_env
 
-# On every verl CI tests (-m each_verl): the installed verl's Tracking.
-pytestmark = pytest.mark.each_verl
-
 # option -> the backend verl's Tracking gets
 OPTIONS = {
     "console": "console",
@@ -55,6 +52,7 @@ def _validate(cfg) -> None:
     validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
 
 
+@pytest.mark.each_verl
 @pytest.mark.parametrize("option", OPTIONS)
 def test_each_option_composes_to_its_backend_and_passes_verls_validate_config(option):
     cfg = compose([f"logger={option}", "model=122b", "device=npu"])
@@ -216,6 +214,7 @@ def _steps(path: Path) -> list[int]:
     return [json.loads(line)["step"] for line in path.read_text().splitlines()]
 
 
+@pytest.mark.each_verl
 def test_verls_tracking_writes_file_tensorboard_and_wandb_offline_under_the_run_dir(tmp_path, tracking_run):
     cfg, run_dir = _run_config(tmp_path, "[console,file,tensorboard,wandb_offline]")
     write_launch_file(cfg, run_dir)

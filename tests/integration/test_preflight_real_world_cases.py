@@ -14,9 +14,6 @@ from verl_qwen35.config.choices import presets
 from verl_qwen35.installed import installed_verl_schema
 from verl_qwen35.validators.real import real_problems
 
-# On every verl CI tests (-m each_verl): cases whose verdict depends on the verl version.
-pytestmark = pytest.mark.each_verl
-
 ADD = "+megatron.override_transformer_config"
 M = "megatron.override_transformer_config"
 ARR = "actor_rollout_ref"
@@ -372,6 +369,7 @@ REAL_REFUSED = [
 ]
 
 
+@pytest.mark.each_verl
 @pytest.mark.parametrize(("preset", "overrides", "key"), REAL_REFUSED, ids=[c[2] for c in REAL_REFUSED])
 def test_heldout_refused_by_real_validators(preset, overrides, key):
     with warnings.catch_warnings():
@@ -411,6 +409,7 @@ def test_heldout_one_subprocess():
     assert "Traceback" not in run.stdout + run.stderr
 
 
+@pytest.mark.each_verl
 def test_heldout_full_dry_run_accepts_fp8_on_gpu(cli, tmp_path):
     """dry_run=full with real data files: megatron-core's TransformerConfig without transformer-engine (this CPU
     install) must not turn a valid fp8 recipe into a refusal; the GPU cluster has transformer-engine."""
@@ -440,6 +439,7 @@ def test_heldout_full_dry_run_accepts_fp8_on_gpu(cli, tmp_path):
     assert "TransformerConfig and layer split (megatron-core's own), verl micro-batches: OK" in said.said
 
 
+@pytest.mark.each_verl
 @pytest.mark.skipif(VERL_0_9, reason="verl 0.9 raises max_num_batched_tokens to max_model_len itself")
 def test_verl_0_8_passes_a_small_token_budget_to_vllm():
     """verl 0.8.0's vllm_async_server.py hands rollout.max_num_batched_tokens to vLLM unchanged; with
