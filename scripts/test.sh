@@ -10,7 +10,7 @@
 # pyproject.toml are unchanged (their digest is kept in the venv); otherwise, or when it is missing
 # or broken, it is removed and made anew, so nothing installed by hand outlives a change. torch is
 # pinned through constraints/verl-<version>.txt (an unpinned torch pulls a multi-GB CUDA build);
-# for 0.8 the constraints also pin verl==0.8.0. FRESH=1 forces a new venv.
+# for 0.8 the constraints also pin verl==0.8.0. FRESH=1 forces a new venv; INSTALL_ONLY=1 stops after the install.
 set -euo pipefail
 
 version=0.9
@@ -56,6 +56,10 @@ if not version("verl").startswith(wanted + "."):
     sys.exit(f"expected verl {wanted}.x, got {version('verl')}")
 EOF
 installed=$(seconds)
+if [ "${INSTALL_ONLY:-0}" = 1 ]; then
+  echo "== verl ${version}: installed in $((installed - start)) s (INSTALL_ONLY=1: no tests)"
+  exit 0
+fi
 echo "== installed in $((installed - start)) s; running pytest"
 
 status=0
