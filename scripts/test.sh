@@ -41,7 +41,9 @@ else
   rm -rf "$venv"
   "$python" -m venv "$venv"
   pip_install --upgrade pip
-  pip_install -c "$constraints" -e '.[test]'
+  # --no-compile: pip would byte-compile every installed module (torch, Ray, ...), most of which no test imports;
+  # Python compiles what is imported, once.
+  pip_install --no-compile -c "$constraints" -e '.[test]'
   echo "$digest" > "$stamp"
 fi
 

@@ -35,9 +35,6 @@ from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import absolute_checkpoint_dir
 from verl_qwen35.run.tracking_files import absolute_tracking_env
 
-# On every verl CI tests (-m each_verl): the installed verl's main_ppo in a Ray worker.
-pytestmark = pytest.mark.each_verl
-
 PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
 # A small local Ray for a 2-core box; with the data files, the only overrides the test adds.
 SMALL_RAY = "ray_kwargs.ray_init.num_cpus=2"
@@ -174,6 +171,10 @@ def _missing_in_verl() -> frozenset[str]:
     return frozenset(k for k, v in base.items() if v == "???")
 
 
+# One preset a device: the forwarding is the same code for every preset (each preset's composition is
+# test_composition's), the device decides the environment the worker must see.
+@pytest.mark.each_verl
+@pytest.mark.parametrize("combo", [("35b", "gpu"), ("397b", "npu")], ids=["35b_gpu", "397b_npu"])
 def test_worker_gets_resolved_config_and_device_env(launch, combo):
     model, device = combo
     record, expected = launch(f"model={model}", f"device={device}")

@@ -20,9 +20,6 @@ from verl_qwen35.config import compose
 from verl_qwen35.run.devices import device_problems
 from verl_qwen35.run.stack import cann_version, check, satisfies, torch_cuda
 
-# On every verl CI tests (-m each_verl): the installed stack at launch.
-pytestmark = pytest.mark.each_verl
-
 # --- the stack ----------------------------------------------------------------------------------
 
 
@@ -36,6 +33,7 @@ def test_doctor_here_exits_2_naming_vllm_and_torch_npu():
     assert any(line.startswith("verdict: NOT ready") for line in run.stdout.splitlines())  # the stacks follow it
 
 
+@pytest.mark.each_verl
 def test_doctor_gpu_reports_installed_and_required_versions(capsys):
     assert doctor(["device=gpu", "--format", "json"]) == 2
     report = json.loads(capsys.readouterr().out)
@@ -128,6 +126,7 @@ def short_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.mark.each_verl
 def test_gpu_preset_on_this_machine_is_refused_before_verl_runs(tmp_path, short_dir):
     ray_dir = short_dir / "r"
     temp_dir = f"+ray_kwargs.ray_init._temp_dir={ray_dir}"  # where verl's local Ray would write its session

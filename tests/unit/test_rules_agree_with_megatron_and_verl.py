@@ -9,7 +9,6 @@ rules are not TransformerConfig's, so draws keep them satisfied (tests/unit/test
 import warnings
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
@@ -21,9 +20,6 @@ from verl_qwen35.installed import conf_dir
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.pipeline import Split
 from verl_qwen35.validators.real import micro_batch_refusal, real_transformer_problems
-
-# On every verl CI tests (-m each_verl): the installed verl's real validators.
-pytestmark = pytest.mark.each_verl
 
 DRAWS = 2500
 ARCH = {name: OmegaConf.load(Path(conf_dir()) / "model" / f"{name}.yaml").model for name in ("35b", "122b")}
