@@ -11,9 +11,6 @@ from verl_qwen35.config import compose
 from verl_qwen35.errors import UserError
 from verl_qwen35.validators.real import real_problems
 
-# On every verl CI tests (-m each_verl): the installed verl's and megatron-core's real validators.
-pytestmark = pytest.mark.each_verl
-
 ADD = "+megatron.override_transformer_config"
 M = "megatron.override_transformer_config"
 
