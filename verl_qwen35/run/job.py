@@ -67,6 +67,8 @@ def problems(run: Run) -> list[Problem]:
         from verl_qwen35.validators.real import real_problems  # imports torch, megatron-core and verl
 
         found += real_problems(writable(cfg), run.device)  # verl's dataclasses edit what they are given
+    if submitting(cfg) and not [p for p in found if p.level == "error"]:
+        found += run_dir_problems(cfg, run_dir_of(run.output_dir))  # what the submission would refuse, in the verdict
     if mode == "launch" and not submitting(cfg) and not [p for p in found if p.level == "error"]:
         found += launch_problems(cfg)  # the stack and the cluster's devices, before verl starts Ray
         found += swanlab_login_problems(cfg, os.environ)  # this shell's key, as at the stack check
@@ -106,8 +108,6 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
         report(broken, output_dir, mode)
         return refused(len(broken))
     found = problems(run)
-    if submitting(cfg) and not [p for p in found if p.level == "error"]:
-        found += run_dir_problems(cfg, run_dir_of(output_dir))
     errors = [p for p in found if p.level == "error"]
     report(found, output_dir, mode, memory_or_blank(run, bool(errors)))
     if mode != "launch":
