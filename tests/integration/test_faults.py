@@ -6,6 +6,7 @@ Each row runs the real entrypoint (argv parsing, Hydra composition, preflight, p
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,7 +51,10 @@ CASES = [
     ("tp-null", ["parallel.tp=null"], 2, ["parallel.tp"]),
     ("vpp-zero", ["parallel.vpp=0"], 2, ["parallel.vpp"]),
     ("prompt-null #7", ["data.max_prompt_length=null"], 2, ["data.max_prompt_length"]),
-    ("nnodes-zero", ["parallel.nnodes=0"], 2, ["parallel.nnodes"]),
+    ("nnodes-zero", ["parallel.nnodes=0"], 2, ["parallel.nnodes", "step       not predicted: parallel.nnodes"]),
+    # the NPU layout on 8 GPUs: the expert grid does not divide, nothing to time, no empty list of choices
+    ("npu-layout-on-h100", ["parallel=35b_npu"], 2, ["parallel.ep", "not predicted: world 8 is smaller"]),
+    ("no-ep-fits", ["parallel.tp=1", "parallel.etp=3"], 2, ["no ep fits: etp*pp=3 does not divide world 8"]),
     ("env-set-null", ["env.set=null"], 2, ["env.set"]),
     ("env-null", ["env=null"], 2, ["env"]),
     ("env-unset-text", ["env.unset=abc"], 2, ["env.unset"]),
@@ -154,6 +158,9 @@ def test_fault_is_answered(cli, tmp_path, monkeypatch, argv, code, named):
     result = cli(*argv[:first], *BASE, *argv[first:])  # Hydra reads flags, then one run of overrides
     assert result.code == code, result.said
     assert "Traceback" not in result.said
+    # Words, not internals: no exception class names, no empty list of choices.
+    assert not re.search(r"\b[A-Z]\w*(Error|Exception)\b", result.said), result.said
+    assert "one of []" not in result.said, result.said
     for name in named:
         assert name in result.said, result.said
     if code == 2 and any("secret" in n.lower() or n.isupper() for n in named):

@@ -81,8 +81,8 @@ def plan_or_why_not(run: Run, refused: bool) -> list[str]:
         return plan_lines(run)
     try:
         return plan_lines(run)
-    except UNDEFINED_AFTER_ERRORS as err:
-        return [f"plan       not computed: the errors above leave it undefined ({type(err).__name__})"]
+    except UNDEFINED_AFTER_ERRORS:
+        return ["plan       not computed: it reads values the errors above refuse; fix those and run again"]
 
 
 def memory_or_blank(run: Run, refused: bool) -> str:
