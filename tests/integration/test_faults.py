@@ -233,3 +233,31 @@ def test_info_bare_and_with_overrides_works_as_hydras(tmp_path, argv):
 def test_hydras_own_help_and_version_still_work(tmp_path, flag, says):
     run = _subprocess(tmp_path, flag)
     assert run.returncode == 0 and says in run.stdout, run.stderr
+
+
+def test_a_missing_runtime_package_is_named_with_its_extra(tmp_path):
+    """An install without verl's runtime extras: verl's start-up imports cachetools (verl/workers/rollout/router.py).
+    The interpreter is told the module is absent (`sys.modules[name] = None` makes its import raise
+    ModuleNotFoundError, Python's documented behaviour); nothing is uninstalled."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = {"prompt": [[{"role": "user", "content": "1+1?"}]] * 256, "data_source": ["hiyouga/geometry3k"] * 256}
+    rows["reward_model"] = [{"style": "rule", "ground_truth": "2"}] * 256
+    for name in ("train", "test"):
+        pq.write_table(pa.table(rows), tmp_path / f"{name}.parquet")
+    argv = [
+        *BASE[:2],
+        "dry_run=full",
+        f"data.train_files={tmp_path}/train.parquet",
+        f"data.val_files={tmp_path}/test.parquet",
+    ]
+    probe = (
+        f"import sys; sys.modules['cachetools'] = None\nfrom verl_qwen35.cli.main import main\nsys.exit(main({argv!r}))"
+    )
+    env = {**os.environ, "RAY_ADDRESS": "local"}
+    env.pop("HYDRA_FULL_ERROR", None)
+    run = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert "ERROR   [dry_run] dry_run=full (verl's start-up, rehearsed) imports the package `cachetools`" in run.stderr
+    assert "the `launch` extra brings it: pip install" in run.stderr and "[launch]" in run.stderr
