@@ -57,7 +57,8 @@ def verl_missing_message() -> str:
 
 
 def missing_verl_runtime() -> list[str]:
-    """verl's own unconditional requirements that are not installed (all of them after `--no-deps`)."""
+    """verl's own unconditional requirements that are not installed (all of them after `--no-deps`), and the
+    packages our `launch` extra adds for verl's start-up (cachetools, fastapi, ...: verl imports them undeclared)."""
     from packaging.requirements import Requirement  # ~30 ms: only a launch's stack check reads requirements
 
     missing = []
@@ -65,11 +66,40 @@ def missing_verl_runtime() -> list[str]:
         requirement = Requirement(line)
         if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
             continue  # an extra's requirement
-        try:
-            distribution(requirement.name)
-        except PackageNotFoundError:
+        if not _installed(requirement.name):
             missing.append(requirement.name)
-    return missing
+    return missing + [name for name in extra_packages("launch") if name != "verl" and not _installed(name)]
+
+
+def _installed(name: str) -> bool:
+    try:
+        distribution(name)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+def extra_packages(extra: str) -> list[str]:
+    """The packages an extra of this project brings (pyproject.toml, as installed; none from a bare checkout)."""
+    from packaging.requirements import Requirement
+
+    try:
+        lines = requires(PACKAGE) or []
+    except PackageNotFoundError:
+        return []
+    found = [Requirement(line) for line in lines]
+    return [r.name for r in found if r.marker is not None and r.marker.evaluate({"extra": extra})]
+
+
+def missing_module_message(module: str, what: str) -> str:
+    """One message for a module `what` imports that is not installed: the package and the extra that brings it."""
+    top = module.split(".")[0]
+    brought = next((extra for extra in ("launch", "plots", "kuberay") if top in extra_packages(extra)), "launch")
+    command = launch_install_command().replace("[launch]", f"[{brought}]")
+    return (
+        f"{what} imports the package `{top}`, which is not installed here; the `{brought}` extra brings it: "
+        f"{command} (or pip install {top})"
+    )
 
 
 @cache

@@ -6,6 +6,7 @@ Each row runs the real entrypoint (argv parsing, Hydra composition, preflight, p
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,7 +51,10 @@ CASES = [
     ("tp-null", ["parallel.tp=null"], 2, ["parallel.tp"]),
     ("vpp-zero", ["parallel.vpp=0"], 2, ["parallel.vpp"]),
     ("prompt-null #7", ["data.max_prompt_length=null"], 2, ["data.max_prompt_length"]),
-    ("nnodes-zero", ["parallel.nnodes=0"], 2, ["parallel.nnodes"]),
+    ("nnodes-zero", ["parallel.nnodes=0"], 2, ["parallel.nnodes", "step       not predicted: parallel.nnodes"]),
+    # the NPU layout on 8 GPUs: the expert grid does not divide, nothing to time, no empty list of choices
+    ("npu-layout-on-h100", ["parallel=35b_npu"], 2, ["parallel.ep", "not predicted: world 8 is smaller"]),
+    ("no-ep-fits", ["parallel.tp=1", "parallel.etp=3"], 2, ["no ep fits: etp*pp=3 does not divide world 8"]),
     ("env-set-null", ["env.set=null"], 2, ["env.set"]),
     ("env-null", ["env=null"], 2, ["env"]),
     ("env-unset-text", ["env.unset=abc"], 2, ["env.unset"]),
@@ -154,6 +158,9 @@ def test_fault_is_answered(cli, tmp_path, monkeypatch, argv, code, named):
     result = cli(*argv[:first], *BASE, *argv[first:])  # Hydra reads flags, then one run of overrides
     assert result.code == code, result.said
     assert "Traceback" not in result.said
+    # Words, not internals: no exception class names, no empty list of choices.
+    assert not re.search(r"\b[A-Z]\w*(Error|Exception)\b", result.said), result.said
+    assert "one of []" not in result.said, result.said
     for name in named:
         assert name in result.said, result.said
     if code == 2 and any("secret" in n.lower() or n.isupper() for n in named):
@@ -226,3 +233,31 @@ def test_info_bare_and_with_overrides_works_as_hydras(tmp_path, argv):
 def test_hydras_own_help_and_version_still_work(tmp_path, flag, says):
     run = _subprocess(tmp_path, flag)
     assert run.returncode == 0 and says in run.stdout, run.stderr
+
+
+def test_a_missing_runtime_package_is_named_with_its_extra(tmp_path):
+    """An install without verl's runtime extras: verl's start-up imports cachetools (verl/workers/rollout/router.py).
+    The interpreter is told the module is absent (`sys.modules[name] = None` makes its import raise
+    ModuleNotFoundError, Python's documented behaviour); nothing is uninstalled."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = {"prompt": [[{"role": "user", "content": "1+1?"}]] * 256, "data_source": ["hiyouga/geometry3k"] * 256}
+    rows["reward_model"] = [{"style": "rule", "ground_truth": "2"}] * 256
+    for name in ("train", "test"):
+        pq.write_table(pa.table(rows), tmp_path / f"{name}.parquet")
+    argv = [
+        *BASE[:2],
+        "dry_run=full",
+        f"data.train_files={tmp_path}/train.parquet",
+        f"data.val_files={tmp_path}/test.parquet",
+    ]
+    probe = (
+        f"import sys; sys.modules['cachetools'] = None\nfrom verl_qwen35.cli.main import main\nsys.exit(main({argv!r}))"
+    )
+    env = {**os.environ, "RAY_ADDRESS": "local"}
+    env.pop("HYDRA_FULL_ERROR", None)
+    run = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert "ERROR   [dry_run] dry_run=full (verl's start-up, rehearsed) imports the package `cachetools`" in run.stderr
+    assert "the `launch` extra brings it: pip install" in run.stderr and "[launch]" in run.stderr

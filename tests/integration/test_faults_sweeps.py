@@ -63,7 +63,8 @@ def lock_named(sweep_dir: Path) -> bool:
 
 def assert_whole_and_honest(sweep_dir: Path, jobs: int) -> list[dict]:
     """No temporary file anywhere; summary.json and .csv agree, one row per planned job, each row's
-    status that of its job's verdict (`not run` where the job wrote none); no job left `running`."""
+    status that of its job's verdict (`not run` where the job wrote none, `refused` with no directory where
+    Hydra could not compose the job); no job left `running`."""
     partial = [p for p in sweep_dir.rglob(".*") if p.name not in (".sweep.lock", ".hydra")]
     assert partial == [], f"half-written files left: {partial}"
     rows = json.loads((sweep_dir / "summary.json").read_text())
@@ -73,7 +74,7 @@ def assert_whole_and_honest(sweep_dir: Path, jobs: int) -> list[dict]:
     for row in rows:
         assert row["status"] in STATUSES
         verdict = sweep_dir / str(row["job"]) / "verdict.json"
-        if row["status"] == "not run":
+        if row["status"] == "not run" or (row["status"] == "refused" and not verdict.parent.exists()):
             continue
         record = json.loads(verdict.read_text())
         assert record["status"] == row["status"] and record["valid"] == (row["status"] == "ok")
@@ -146,7 +147,7 @@ def test_coreutils_timeout_ends_a_sweep_with_its_summary(tmp_path):
     """`timeout` sends SIGTERM; with --preserve-status it exits with the command's own code."""
     sweep_dir = tmp_path / "sweep"
     # 512 jobs: far more than 8 s even for a fast machine; the timeout ends it, so the cost is 8 s either way.
-    many = ("parallel.tp=1,2,4,8", "trainer.total_epochs=range(1,129)")
+    many = ("parallel.tp=1,2,4,x", "trainer.total_epochs=range(1,129)")  # x: a value the schema refuses
     job = start(tmp_path, sweep_dir, *many, prefix=("timeout", "--preserve-status", "8"))
     returncode, said = finish(job)
     assert returncode == 143, said
@@ -351,3 +352,17 @@ def test_a_job_that_raises_is_failed_and_the_rest_run(cli, tmp_path):
     outcome = cli("-m", *SWEEP, "parallel.tp=1,${nope},2", f"hydra.sweep.dir={sweep_dir}")
     assert outcome.code == 2 and "Traceback" not in outcome.said, outcome.said
     assert [r["status"] for r in assert_whole_and_honest(sweep_dir, 3)] == ["ok", "failed", "ok"]
+
+
+def test_a_value_the_schema_refuses_is_its_jobs_refusal_and_the_other_jobs_run_with_their_numbers(cli, tmp_path):
+    """Hydra composes every job before any runs; one value of the wrong type (`parallel.vpp` is an int) is
+    that job's refusal in the summary, not the end of the sweep."""
+    sweep_dir = tmp_path / "sweep"
+    outcome = cli("-m", *SWEEP, "parallel.vpp=two,null", f"hydra.sweep.dir={sweep_dir}")
+    assert outcome.code == 2 and "Traceback" not in outcome.said, outcome.said
+    assert "sweep: 2 job(s), 1 valid, 1 refused" in outcome.out
+    rows = assert_whole_and_honest(sweep_dir, 2)
+    assert [(r["parallel.vpp"], r["status"]) for r in rows] == [("two", "refused"), ("null", "ok")]
+    assert "parallel.vpp=two" in rows[0]["reason"] and "converted to Integer" in rows[0]["reason"]
+    assert json.loads((sweep_dir / "1" / "verdict.json").read_text())["job"] == 1, "a job keeps its number"
+    assert sorted(p.name for p in sweep_dir.iterdir() if p.is_dir()) == ["1"], "a refused job never started"

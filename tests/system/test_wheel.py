@@ -111,7 +111,11 @@ def test_wheel_holds_every_conf_file(wheel: Path) -> None:
     assert "verl_qwen35/run/submit/job.sbatch" in names  # the body of every submit=slurm script
     assert {"verl_qwen35/data/matrix/gpu.yaml", "verl_qwen35/data/matrix/npu.yaml"} <= names  # the doctor's data
     assert "verl_qwen35/data/upstream/megatron_core_0.16.json" in names  # megatron-core's fields, for the checks
-    assert not [n for n in names if n.startswith("hydra_plugins/")], "no Hydra plugin ships: Hydra's basic sweeper"
+    # The one Hydra plugin: the sweeper that refuses a job Hydra cannot compose and runs the others.
+    assert {n for n in names if n.startswith("hydra_plugins/") and n.endswith(".py")} == {
+        "hydra_plugins/verl_qwen35_sweeper/__init__.py",
+        "hydra_plugins/verl_qwen35_sweeper/job_sweeper.py",
+    }
     dist_info = next(n for n in names if n.endswith(".dist-info/METADATA")).rsplit("/", 1)[0]
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
     assert [line for line in entry_points.splitlines() if "=" in line] == ["verl-qwen35 = verl_qwen35.cli.main:entry"]
@@ -158,7 +162,7 @@ def test_console_script_runs(new_venv: tuple[Path, Path], outside: Path) -> None
     assert _DRY_RUN_OK.search(out), out
 
 
-def test_installed_wheel_sweeps_with_hydras_basic_sweeper(new_venv: tuple[Path, Path], outside: Path) -> None:
+def test_installed_wheel_sweeps_with_its_own_sweeper(new_venv: tuple[Path, Path], outside: Path) -> None:
     bin_dir, _ = new_venv
     sweep = outside / "wheel_sweep"
     out = _run(
@@ -176,7 +180,7 @@ def test_installed_wheel_sweeps_with_hydras_basic_sweeper(new_venv: tuple[Path, 
         cwd=outside,
     ).stdout
     assert "sweep: 2 job(s), 2 valid, 0 refused" in out, out
-    assert "_target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper" in (sweep / "multirun.yaml").read_text()
+    assert "_target_: hydra_plugins.verl_qwen35_sweeper.job_sweeper.JobSweeper" in (sweep / "multirun.yaml").read_text()
 
 
 # ---- The README's config-only install: no torch, Ray or vLLM, verl's YAML present -----------------

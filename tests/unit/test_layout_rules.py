@@ -230,14 +230,23 @@ REFUSALS = [
         "world 8 is not divisible by etp*ep*pp=1*16*1=16 (the expert grid); with etp=1 pp=1, ep may be one of "
         "[1, 2, 4, 8]",
     ),
+    (  # no ep fits at all: said, with why, instead of an empty list
+        L(tp=1, etp=3, ep=8),
+        "35b",
+        "gpu",
+        "error",
+        ["parallel.ep", "parallel.etp", "parallel.pp", "parallel.nnodes", "parallel.devices_per_node"],
+        "world 8 is not divisible by etp*ep*pp=3*8*1=24 (the expert grid); with etp=3 pp=1, no ep fits: etp*pp=3 "
+        "does not divide world 8; change pp or etp first",
+    ),
     (
         L(nnodes=3, ep=3),
         "35b",
         "gpu",
         "error",
         ["parallel.ep"],
-        "ep=3 does not divide num_experts=256 of Qwen3.5-35B-A3B; EP values that divide 256 and fit world 24: "
-        "[1, 2, 4, 8]",
+        "ep=3 does not divide num_experts=256 of Qwen3.5-35B-A3B; ep may be one of [1, 2, 4, 8] (they divide 256 "
+        "and fit world 24)",
     ),
     (
         L(per_node=16, tp=8, ep=2, gen_tp=8),

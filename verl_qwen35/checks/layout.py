@@ -4,7 +4,7 @@ from dataclasses import fields
 
 from omegaconf import DictConfig
 
-from verl_qwen35.checks.problem import Problem, error, warning
+from verl_qwen35.checks.problem import Problem, error, one_of, warning
 from verl_qwen35.config.schema import ACTOR, LAYOUT_FEEDS, PARALLEL_KEYS
 from verl_qwen35.installed import ASSUMED_MCORE
 from verl_qwen35.model.layout import Layout, divisors
@@ -86,13 +86,14 @@ def layout_problems(
             )
         )
     expert_grid = lo.etp * lo.ep * lo.pp
+    no_ep = f"etp*pp={lo.etp * lo.pp} does not divide world {world}; change pp or etp first"
     if world % expert_grid:
         fitting = [e for e in divisors(arch.num_experts) if world % (lo.etp * e * lo.pp) == 0]
         found.append(
             error(
                 (KEYS["ep"], KEYS["etp"], KEYS["pp"], KEYS["nnodes"], KEYS["devices_per_node"]),
                 f"world {world} is not divisible by etp*ep*pp={lo.etp}*{lo.ep}*{lo.pp}={expert_grid} "
-                f"(the expert grid); with etp={lo.etp} pp={lo.pp}, ep may be one of {fitting}",
+                f"(the expert grid); with etp={lo.etp} pp={lo.pp}, " + one_of("ep", fitting, no_ep),
             )
         )
     if arch.num_experts % lo.ep:
@@ -101,7 +102,8 @@ def layout_problems(
             error(
                 KEYS["ep"],
                 f"ep={lo.ep} does not divide num_experts={arch.num_experts} of {arch.name}; "
-                f"EP values that divide {arch.num_experts} and fit world {world}: {fitting}",
+                + one_of("ep", fitting, no_ep)
+                + (f" (they divide {arch.num_experts} and fit world {world})" if fitting else ""),
             )
         )
     if not heads_fit(lo.tp, arch.num_attention_heads, arch.num_key_value_heads):

@@ -1,5 +1,6 @@
 """A problem found before launch: which keys to change, at what level, and why."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,3 +23,10 @@ def error(keys: str | tuple[str, ...], message: str) -> Problem:
 
 def warning(keys: str | tuple[str, ...], message: str) -> Problem:
     return Problem("warning", (keys,) if isinstance(keys, str) else keys, message)
+
+
+def one_of(name: str, values: Sequence[object], why_none: str) -> str:
+    """`NAME may be one of [..]`, or, when nothing fits, that nothing does and why: never an empty list."""
+    if values:
+        return f"{name} may be one of {list(values)}"
+    return f"no {name} fits: {why_none}"

@@ -19,7 +19,28 @@ def predicted_step(cfg: DictConfig, estimate: MemoryEstimate | None = None) -> S
     m, s = read_inputs(cfg)
     rates = Rates.of(cfg.hardware)
     lo = Layout.of(cfg)
+    if undivided := undivided_groups(lo):
+        raise undivided
     return step_time(m, lo, s, estimate or estimate_layout(m, lo, s), rates, recipe=Recipe.of(cfg))
+
+
+def undivided_groups(lo: Layout) -> InputError | None:
+    """Why the step-time model has no data-parallel group to time (it divides by their sizes), naming the keys;
+    None when the layout splits its world."""
+    if lo.world < 1:
+        return InputError(
+            "parallel.nnodes",
+            f"parallel.nnodes x parallel.devices_per_node = {lo.nnodes} x {lo.devices_per_node}: no device to time",
+        )
+    if lo.dp < 1:
+        grid = lo.tp * lo.pp * lo.cp
+        return InputError("parallel.tp", f"world {lo.world} is smaller than tp*pp*cp = {grid} (parallel.tp, .pp, .cp)")
+    if lo.expert_dp < 1:
+        return InputError(
+            "parallel.ep",
+            f"world {lo.world} is smaller than etp*ep*pp = {lo.etp * lo.ep * lo.pp} (parallel.etp, .ep, .pp)",
+        )
+    return None
 
 
 def step_lines(cfg: DictConfig, steps: int | None = None, estimate: MemoryEstimate | None = None) -> list[str]:

@@ -9,12 +9,12 @@ from omegaconf import DictConfig
 
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.memory import memory_column
-from verl_qwen35.checks.problem import Problem
+from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.tracking import backends, swanlab_login_problems
 from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.config.secrets import redact
 from verl_qwen35.errors import UserError
-from verl_qwen35.installed import installed_verl_schema
+from verl_qwen35.installed import installed_verl_schema, missing_module_message
 from verl_qwen35.model.run import Run
 from verl_qwen35.planner.summary import plan_lines
 from verl_qwen35.run.environment import from_shell, job_environment
@@ -64,9 +64,7 @@ def problems(run: Run) -> list[Problem]:
     if here:  # a config-only install stops here, naming the install that runs verl
         found += runtime_problems(mode)
     if here and not [p for p in found if p.level == "error"]:
-        from verl_qwen35.validators.real import real_problems  # imports torch, megatron-core and verl
-
-        found += real_problems(writable(cfg), run.device)  # verl's dataclasses edit what they are given
+        found += real_or_missing(run)
     if submitting(cfg) and not [p for p in found if p.level == "error"]:
         found += run_dir_problems(cfg, run_dir_of(run.output_dir))  # what the submission would refuse, in the verdict
     if mode == "launch" and not submitting(cfg) and not [p for p in found if p.level == "error"]:
@@ -75,14 +73,28 @@ def problems(run: Run) -> list[Problem]:
     return found
 
 
+def real_or_missing(run: Run) -> list[Problem]:
+    """The real validators and the rehearsal; a package their imports need and this install lacks (an install
+    without verl's runtime extras) is one refusal naming it and the extra that brings it."""
+    try:
+        from verl_qwen35.validators.real import real_problems  # imports torch, megatron-core and verl
+
+        return real_problems(writable(run.config), run.device)  # verl's dataclasses edit what they are given
+    except ModuleNotFoundError as err:
+        if not err.name:
+            raise
+        what = "dry_run=full (verl's start-up, rehearsed)" if run.mode == "full" else "the launch (verl's start-up)"
+        return [error("dry_run", missing_module_message(err.name, what))]
+
+
 def plan_or_why_not(run: Run, refused: bool) -> list[str]:
     """The plan; after errors, values it would compute with may be of the wrong type, so it may not exist."""
     if not refused:
         return plan_lines(run)
     try:
         return plan_lines(run)
-    except UNDEFINED_AFTER_ERRORS as err:
-        return [f"plan       not computed: the errors above leave it undefined ({type(err).__name__})"]
+    except UNDEFINED_AFTER_ERRORS:
+        return ["plan       not computed: it reads values the errors above refuse; fix those and run again"]
 
 
 def memory_or_blank(run: Run, refused: bool) -> str:

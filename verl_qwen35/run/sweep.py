@@ -5,8 +5,10 @@ then with its outcome; a job that raises is recorded as `failed` with its reason
 ending the sweep (Hydra's basic sweeper would re-raise it before the summary). The
 SweepSummary callback, registered in conf/config.yaml, gathers this sweep's verdicts when it
 ends (or when Ctrl-C or SIGTERM stops it: `interrupted`), prints one table and writes summary.csv and
-summary.json into the sweep directory. While it runs, the sweep holds its directory (run/sweep_lock.py),
-and each finished job's configs are let go (`on_job_end`), so memory does not grow with the jobs.
+summary.json into the sweep directory. A job Hydra cannot compose (a value the typed schema refuses) never
+starts: our sweeper (hydra_plugins/verl_qwen35_sweeper) records it here as refused and runs the others.
+While it runs, the sweep holds its directory (run/sweep_lock.py), and each finished job's configs are let
+go (`on_job_end`), so memory does not grow with the jobs.
 """
 
 import csv
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hydra.core.config_loader import ConfigLoader
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobReturn
@@ -41,7 +44,9 @@ from verl_qwen35.errors import UserError
 from verl_qwen35.run.sweep_lock import SweepLock, lock_sweep_dir
 
 VERDICT = "verdict.json"
-BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"  # conf/hydra/sweeper/basic.yaml
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"  # Hydra's hydra/sweeper=basic
+# conf/hydra/sweeper/verl_qwen35.yaml: the basic sweeper's jobs, a job that cannot be composed refused alone.
+JOB_SWEEPER = "hydra_plugins.verl_qwen35_sweeper.job_sweeper.JobSweeper"
 ERROR_LOG = "error.log"
 # A verdict is a few KiB; a larger file under a job directory is not one (and is not read into memory).
 VERDICT_MAX_BYTES = 1 << 20
@@ -55,6 +60,8 @@ class ActiveSweep:
     sweep_id: str
     planned: list[list[str]] = field(default_factory=list)
     lock: SweepLock | None = None
+    # Jobs refused before they started (Hydra could not compose them), by job number: they have no directory.
+    unstarted: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 _ACTIVE: ActiveSweep | None = None
@@ -184,6 +191,24 @@ def _record_stop(output_dir: str, mode: str, status: str, reason: str) -> None:
     write_verdict(output_dir, mode, [Problem("error", (), reason)], status=status)
 
 
+def refuse_unstarted(num: int, overrides: list[str], err: Exception) -> None:
+    """Job `num` cannot be composed (`parallel.vpp=two` against the typed schema): its refusal is its row of the
+    summary, and the sweep goes on. Anything that is not a user mistake is raised, a bug with its traceback."""
+    reason = explain(err)
+    if reason is None:
+        raise err
+    print(redact(f"job {num} refused: {reason}"), file=sys.stderr)
+    if _ACTIVE is not None:
+        _ACTIVE.unstarted[num] = {
+            "job": num,
+            "sweep_id": _ACTIVE.sweep_id,
+            "overrides": list(overrides),
+            "status": "refused",
+            "valid": False,
+            "errors": [{"keys": [], "message": reason}],  # the message names the key and the value
+        }
+
+
 def _overrides(item: str) -> tuple[str, str]:
     key, _, value = item.partition("=")
     return key, value
@@ -222,9 +247,15 @@ def summary_row(record: dict[str, Any], swept_values: dict[str, str], submitted:
     }
 
 
-def summarize(sweep_dir: Path, sweep_id: str | None = None, planned: list[list[str]] = ()) -> list[dict[str, Any]]:
-    """One row per job (planned jobs that never ran included), with only the override keys that vary."""
-    records = {r["job"]: r for r in _records(sweep_dir, sweep_id)}
+def summarize(
+    sweep_dir: Path,
+    sweep_id: str | None = None,
+    planned: list[list[str]] = (),
+    unstarted: dict[int, dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """One row per job (planned jobs that never ran or never started included), with only the override keys
+    that vary."""
+    records = {**(unstarted or {}), **{r["job"]: r for r in _records(sweep_dir, sweep_id)}}
     for num, overrides in enumerate(planned):
         records.setdefault(num, {"job": num, "overrides": overrides, "valid": False, "status": "not run", "errors": []})
     ordered = [records[n] for n in sorted(records)]
@@ -252,7 +283,7 @@ def table(rows: list[dict[str, Any]], reason_width: int = 100) -> str:
 
 def write_summary(sweep: ActiveSweep) -> list[dict[str, Any]]:
     """Print and save the table of this sweep's jobs; returns its rows."""
-    rows = summarize(sweep.sweep_dir, sweep.sweep_id, sweep.planned)
+    rows = summarize(sweep.sweep_dir, sweep.sweep_id, sweep.planned, sweep.unstarted)
     if not rows:
         return rows
     sweep.sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -271,18 +302,23 @@ def write_summary(sweep: ActiveSweep) -> list[dict[str, Any]]:
 
 
 def planned_jobs(config: DictConfig) -> list[list[str]]:
-    """The jobs Hydra's basic sweeper will run: the product of every swept value, in its order
-    (hydra/_internal/core_plugins/basic_sweeper.py split_arguments, one batch)."""
-    if str(config.hydra.sweeper.get("_target_", "")) != BASIC_SWEEPER:
+    """The jobs the basic sweeper (Hydra's or ours) will run: the product of every swept value, in its order."""
+    if str(config.hydra.sweeper.get("_target_", "")) not in (BASIC_SWEEPER, JOB_SWEEPER):
         return []  # another sweeper (Optuna, Ax, ...) plans its own jobs
     # The sweeper's params as Hydra instantiates the sweeper: resolved against the sweep's config
     # (hydra/core/plugins.py instantiate_sweeper). The command line as written: an override may hold
     # `${...}` that only its job resolves (hydra/_internal/hydra.py multirun: resolve=False).
     params = OmegaConf.to_container(config.hydra.sweeper, resolve=True).get("params") or {}
     task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
-    lines = [f"{k}={v}" for k, v in params.items()] + task
+    return expand([f"{k}={v}" for k, v in params.items()] + task)
+
+
+def expand(lines: list[str], config_loader: ConfigLoader | None = None) -> list[list[str]]:
+    """Hydra's basic sweep of these override lines: the product of every swept value, in its order
+    (hydra/_internal/core_plugins/basic_sweeper.py split_arguments, one batch). `config_loader` lets
+    `glob(...)` list a group's options, as the sweeper's parser does."""
     choices: dict[str, list[str]] = {}  # one entry per key, a later override of a key in its place, as the sweeper
-    for o in OverridesParser.create().parse_overrides(lines):
+    for o in OverridesParser.create(config_loader=config_loader).parse_overrides(lines):
         key = o.get_key_element()
         swept = o.sweep_string_iterator() if o.is_sweep_override() else [o.get_value_element_as_str()]
         choices[key] = [f"{key}={v}" for v in swept]

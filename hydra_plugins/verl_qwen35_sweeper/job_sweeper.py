@@ -1,0 +1,76 @@
+"""verl-qwen35's sweeper (conf/hydra/sweeper/verl_qwen35.yaml): Hydra's basic sweep, job for job, where a job
+Hydra cannot compose is that job's refusal instead of the end of the sweep.
+
+Hydra's basic sweeper composes every job of a batch before any runs (`Sweeper.validate_batch_is_legal`), and
+one value the typed schema refuses (`parallel.vpp=two,null`) ends the whole sweep there, with no summary. This
+one makes the same check job by job, through the same public method, so a job is composed no more often
+than by the basic sweeper (once here, once by the launcher); the jobs that fit run with their own numbers,
+in runs of consecutive jobs, through the configured launcher. Hydra loads sweepers only from the
+`hydra_plugins` namespace (hydra/core/plugins.py); what a sweep records lives in verl_qwen35/run/sweep.py.
+"""
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from hydra.core.plugins import Plugins
+from hydra.core.utils import JobReturn
+from hydra.plugins.launcher import Launcher
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf
+
+
+class JobSweeper(Sweeper):
+    """The basic sweeper's product of swept values, in its order and batches (`max_batch_size`)."""
+
+    def __init__(self, max_batch_size: int | None = None, params: dict[str, str] | None = None) -> None:
+        super().__init__()
+        if max_batch_size is not None and max_batch_size < 1:
+            raise ValueError(f"hydra.sweeper.max_batch_size={max_batch_size}: give a positive number or null")
+        self.max_batch_size = max_batch_size
+        self.params = params or {}
+        self.hydra_context: HydraContext | None = None
+        self.config: DictConfig | None = None
+        self.launcher: Launcher | None = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.hydra_context = hydra_context
+        self.config = config
+        self.launcher = Plugins.instance().instantiate_launcher(
+            hydra_context=hydra_context, task_function=task_function, config=config
+        )
+
+    def sweep(self, arguments: list[str]) -> list[Sequence[JobReturn]]:
+        from verl_qwen35.run.sweep import expand, refuse_unstarted  # loaded when a sweep runs, not at Hydra's scan
+
+        assert self.config is not None and self.launcher is not None and self.hydra_context is not None
+        jobs = expand([f"{k}={v}" for k, v in self.params.items()] + list(arguments), self.hydra_context.config_loader)
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(self.config, sweep_dir / "multirun.yaml")  # as the basic sweeper saves it
+        returns: list[Sequence[JobReturn]] = []
+        size = self.max_batch_size or max(len(jobs), 1)
+        for start in range(0, len(jobs), size):
+            fits = []
+            for num in range(start, min(start + size, len(jobs))):
+                try:
+                    self.validate_batch_is_legal([jobs[num]])
+                except Exception as err:  # noqa: BLE001 - a user mistake is this job's refusal; a bug is re-raised
+                    refuse_unstarted(num, jobs[num], err)
+                else:
+                    fits.append(num)
+            for first, count in _consecutive(fits):
+                results = self.launcher.launch(jobs[first : first + count], initial_job_idx=first)
+                for result in results:
+                    _ = result.return_value  # as the basic sweeper: a job that raised raises here
+                returns.append(results)
+        return returns
+
+
+def _consecutive(nums: list[int]) -> Iterator[tuple[int, int]]:
+    """(first, count) of each run of consecutive numbers: a launcher numbers its jobs from the first on."""
+    start = 0
+    for end in range(1, len(nums) + 1):
+        if end == len(nums) or nums[end] != nums[end - 1] + 1:
+            yield nums[start], end - start
+            start = end
