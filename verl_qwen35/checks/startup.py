@@ -23,6 +23,7 @@ cites the verl 0.9.1 code (0.8.0 alike unless noted) that fails or wastes the bo
 - the custom reward function: `verl/trainer/ppo/reward.py` `get_custom_reward_fn` asserts a name and loads it
   with `load_extern_object` (FileNotFoundError, AttributeError), after `migrate_legacy_reward_impl`
   (`verl/experimental/reward_loop/reward_loop.py`) copied a set top-level `custom_reward_function` over;
+- `data.dataloader_num_workers`: torch's DataLoader, built by `_init_dataloader`, refuses a negative count;
 - the dynamic-batch token budget: `verl/utils/seqlen_balancing.py` `rearrange_micro_batches` asserts
   `max_token_len >= max_seq_len` at the first update (`validate_config` skips it with use_dynamic_bsz).
 """
@@ -182,7 +183,7 @@ def memory_kept_problems(cfg: DictConfig) -> list[Problem]:
     ]
 
 
-def checkpoint_problems(cfg: DictConfig) -> list[Problem]:
+def checkpoint_problems(cfg: DictConfig, known: tuple[str, ...] = CONTENTS) -> list[Problem]:
     sides = ["actor_rollout_ref.actor"] + (["critic"] if needs_critic(cfg) else [])
     found = []
     for side in sides:
@@ -194,13 +195,13 @@ def checkpoint_problems(cfg: DictConfig) -> list[Problem]:
             given = list(value) if OmegaConf.is_list(value) or isinstance(value, list) else [value]
             if field == "load_contents" and given == list(_get(cfg, f"{side}.checkpoint.save_contents") or []):
                 continue  # verl's default ${.save_contents}: one message, on save_contents
-            unknown = [v for v in given if v not in CONTENTS]
+            unknown = [v for v in given if v not in known]
             if unknown:
                 found.append(
                     error(
                         key,
                         f"={given}: verl's checkpoint manager knows no {unknown[0]!r} and would silently skip it; "
-                        f"use some of {', '.join(CONTENTS)}",
+                        f"use some of {', '.join(known)}",
                     )
                 )
             elif field == "save_contents" and not any(v in WEIGHTS for v in given):
@@ -301,9 +302,18 @@ def token_budget_problems(cfg: DictConfig) -> list[Problem]:
     return found
 
 
+def dataloader_problems(cfg: DictConfig) -> list[Problem]:
+    """torch's DataLoader (verl's StatefulDataLoader, `_init_dataloader`) refuses a negative worker count."""
+    workers = _get(cfg, "data.dataloader_num_workers", 0)
+    if _whole(workers) and workers < 0:
+        return [error("data.dataloader_num_workers", f"={workers}: torch's DataLoader needs >= 0 (0: no workers)")]
+    return []
+
+
 def startup_problems(cfg: DictConfig, steps: Steps, missing: Level = "error") -> list[Problem]:
     return (
         validation_problems(cfg)
+        + dataloader_problems(cfg)
         + warmup_problems(cfg, steps)
         + sampling_problems(cfg)
         + agent_loop_problems(cfg, missing)
