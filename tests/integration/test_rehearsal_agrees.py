@@ -26,6 +26,7 @@ OPT = f"{A}.optim"
 V09 = tuple(int(x) for x in version("verl").split(".")[:2]) >= (0, 9)
 ROWS = 256  # 35b: 256 // 32 = 8 steps an epoch, 120 over 15 epochs
 SEEDS = Path(__file__).resolve().parents[1] / "seed_fidelity" / "seed_overrides"
+REWARD_FILE = Path(__file__).resolve().parents[1] / "tiny_data.py"  # a Python file with one top-level function
 FAMILIES = ("algorithm.", "trainer.resume", "trainer.total", "trainer.logger", f"{A}.optim.", f"{A}.policy_loss")
 FAMILIES += tuple(f"{A}.{k}" for k in ("clip_ratio", "kl_loss", "use_kl_loss", "entropy_coeff", "loss_agg_mode"))
 
@@ -112,6 +113,22 @@ AGREE = [
     (["trainer.total_training_steps=0"], "trainer.total_training_steps"),
     (["trainer.total_epochs=0"], "trainer.total_epochs"),
     (["trainer.total_training_steps=500"], None),
+    # verl's start-up (validators/startup.py) and its config-alone twins (checks/startup.py)
+    (
+        ["actor_rollout_ref.rollout.agent.default_agent_loop=single_turn"],
+        "actor_rollout_ref.rollout.agent.default_agent_loop",
+    ),
+    ([f"{A}.checkpoint.save_contents=[modle,optimizer,extra]"], f"{A}.checkpoint.save_contents"),
+    ([f"{A}.checkpoint.save_contents=[model,hf_model]"], None),
+    (["data.dataloader_num_workers=-1"], "data.dataloader_num_workers"),
+    (
+        [f"custom_reward_function.path={REWARD_FILE}", "custom_reward_function.name=compute"],
+        "custom_reward_function.name",
+    ),
+    (
+        [f"reward.custom_reward_function.path={REWARD_FILE}", "reward.custom_reward_function.name=write_geo3k_stub"],
+        None,
+    ),
     ([f"+{OPT}.override_optimizer_config.bogus=1"], f"{OPT}.override_optimizer_config.bogus"),
     ([f"++{OPT}.override_optimizer_config.optimizer_cpu_offload=true"], None),
     ([f"{OPT}.optimizer=sgd"], f"{OPT}.optimizer"),  # the presets' precision-aware optimizer is adam-only

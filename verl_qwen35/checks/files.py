@@ -99,6 +99,8 @@ def _looks_like_hub_id(path: str) -> bool:
 
 
 def model_path_problems(cfg: DictConfig, missing: Level) -> list[Problem]:
+    if cfg.actor_rollout_ref.model.path is None:
+        return []  # checks/startup.py path_problems refuses it
     key, path = "actor_rollout_ref.model.path", str(cfg.actor_rollout_ref.model.path)
     directory = Path(path).expanduser()
     if not directory.is_dir():

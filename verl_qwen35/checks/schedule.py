@@ -79,8 +79,9 @@ def training_steps(cfg: DictConfig, rows: int | None) -> Steps:
     batch = data.train_batch_size if uses_v1_trainer(cfg) else (data.get("gen_batch_size") or data.train_batch_size)
     per_epoch = None if rows is None or not _whole(batch) or batch < 1 else rows // batch
     total = trainer.get("total_training_steps")
-    if total is None and per_epoch is not None and _whole(trainer.get("total_epochs")):
-        total = per_epoch * trainer.total_epochs
+    epochs = trainer.get("total_epochs")
+    if total is None and _whole(epochs) and (per_epoch is not None or epochs <= 0):
+        total = max(epochs, 0) * (per_epoch or 0)  # 0 epochs: 0 steps whatever the data
     if not _whole(total):
         return Steps(per_epoch, None, None)  # a value of another type is reported by the type rules
     return Steps(per_epoch, total, None if total is None else total * parameter_sync_step(cfg))
@@ -130,6 +131,17 @@ def schedule_problems(cfg: DictConfig, steps: Steps) -> list[Problem]:
             )
         )
         return found
+    if steps.total is not None and steps.total <= 0:  # megatron-core's scheduler asserts lr_decay_steps > 0
+        set_steps = cfg.trainer.get("total_training_steps") is not None
+        key = "trainer.total_training_steps" if set_steps else "trainer.total_epochs"
+        return found + [
+            error(
+                key,
+                f"={OmegaConf.select(cfg, key)}: the run has {steps.total} training steps; verl hands megatron-core's "
+                "OptimizerParamScheduler lr_decay_steps=0, which asserts when the workers start; train at least "
+                "one step",
+            )
+        ]
     optim = OmegaConf.select(cfg, OPTIM)
     if optim is None or not all(_number(optim.get(k)) for k in ("lr", "min_lr", "weight_decay")):
         return found  # the type rules report these

@@ -22,6 +22,7 @@ from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problem
 from verl_qwen35.checks.schedule import schedule_problems, train_rows, training_steps
 from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.checks.sequences import length_problems, packing_problems
+from verl_qwen35.checks.startup import startup_problems
 from verl_qwen35.checks.submit import submit_problems
 from verl_qwen35.checks.tracking import tracking_problems
 from verl_qwen35.checks.trainer import trainer_problems
@@ -105,7 +106,8 @@ def preflight(
     found += unknown_names
     # A key whose name is unknown gets that one message, not also the rules that read the name.
     family = algorithm_problems(cfg) + trainer_problems(cfg, machine_missing) + optimizer_problems(cfg)
-    family += schedule_problems(cfg, training_steps(cfg, train_rows(cfg)))
+    steps = training_steps(cfg, train_rows(cfg))
+    family += schedule_problems(cfg, steps) + startup_problems(cfg, steps, machine_missing)
     found += [p for p in family if not named & set(p.keys)]
     found += tracking_problems(cfg)
     if layout.world % (layout.tp * layout.pp * layout.cp) == 0:  # else DP is undefined

@@ -31,6 +31,7 @@ from verl_qwen35.checks.algorithm import advantage_inputs, gdpo_keys
 from verl_qwen35.checks.problem import Problem, error, warning
 from verl_qwen35.checks.schedule import OPTIM, Steps, train_rows, training_steps
 from verl_qwen35.checks.tracking import backends
+from verl_qwen35.validators.startup import startup_rehearsal
 
 ALGO = "algorithm"
 ACTOR = "actor_rollout_ref.actor"
@@ -350,6 +351,9 @@ def mlflow_store_notes(cfg: DictConfig) -> list[Problem]:
 def rehearsal_problems(cfg: DictConfig) -> list[Problem]:
     """The rehearsal of a resolved config that passed the fast preflight."""
     steps = training_steps(cfg, train_rows(cfg))
+    found, _ = startup_rehearsal(cfg)
+    if found:
+        return found + logger_notes(cfg)  # the steps below start from what failed here
     found = algorithm_rehearsal(cfg) + optimizer_rehearsal(cfg, steps)
     notes = logger_notes(cfg)
     if not found:
