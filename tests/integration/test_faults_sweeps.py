@@ -26,7 +26,7 @@ SWEEP = ("device=gpu", "model=35b", "dry_run=true")
 # 16 jobs that all pass: a job takes ~0.1-1 s, so a signal sent once job 1 is done lands mid-sweep.
 SIXTEEN = ("parallel.tp=1,2,4,8", "trainer.total_epochs=1,2,3,4")
 TWO = ("parallel.tp=1,2",)
-STATUSES = {"ok", "refused", "failed", "interrupted", "not run"}
+STATUSES = {"ok", "little headroom", "refused", "failed", "interrupted", "not run"}
 
 
 def _env() -> dict[str, str]:
@@ -77,7 +77,7 @@ def assert_whole_and_honest(sweep_dir: Path, jobs: int) -> list[dict]:
         if row["status"] == "not run" or (row["status"] == "refused" and not verdict.parent.exists()):
             continue
         record = json.loads(verdict.read_text())
-        assert record["status"] == row["status"] and record["valid"] == (row["status"] == "ok")
+        assert record["status"] == row["status"] and record["valid"] == (row["status"] in ("ok", "little headroom"))
     return rows
 
 
@@ -280,7 +280,7 @@ def test_two_sweeps_on_one_directory_the_second_is_turned_away_and_the_first_unh
     code, said = finish(first)
     assert code == 0, said
     rows = assert_whole_and_honest(sweep_dir, 16)
-    assert {r["parallel.tp"] for r in rows} == {"1", "2", "4", "8"}, "no job of the second sweep"
+    assert {r["parallel.tp"] for r in rows} == {1, 2, 4, 8}, "no job of the second sweep"
     ids = {json.loads((sweep_dir / str(n) / "verdict.json").read_text())["sweep_id"] for n in range(16)}
     assert len(ids) == 1
 

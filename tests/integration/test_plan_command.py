@@ -96,7 +96,14 @@ def test_122b_on_4x16_npu_lists_the_published_layout_and_its_top_five_pass_the_r
     for row in top:
         dry = cli(*row["overrides"], "dry_run=true")
         assert dry.code == 0, (row["overrides"], dry.err)
-        assert "verdict    OK" in dry.out
+        assert "verdict    OK" in dry.out and "\nrun        ? training steps (unknown: " in dry.out
+        assert "\nsaves      " in dry.out and "GiB a save" in dry.out
+        # Each row carries the warnings the dry run of its layout prints, word for word: above 90% of the
+        # device (the dry run's floor) a "little headroom" one (verl's own 122B NPU layout needs 92%).
+        assert row["warnings"] == [line for line in dry.err.splitlines() if line.startswith("WARNING")]
+        tight = any("little headroom" in w for w in row["warnings"])
+        assert tight == (row["memory_headroom"] < 0.1), (row["memory_headroom"], row["warnings"])
+        assert type(row["memory_headroom"]) is float and type(row["step_time"]["seconds_per_step"]) is float
 
 
 def test_table_shows_the_override_line_and_the_sweep_command(cli):

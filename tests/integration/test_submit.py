@@ -171,7 +171,7 @@ def test_sweep_submits_one_job_per_point_each_with_its_own_run(tmp_path):
     for job, name in zip("01", names, strict=True):
         assert f"#SBATCH --job-name={name}\n" in (tmp_path / "sweep" / job / "job.sbatch").read_text()
     rows = json.loads((tmp_path / "sweep" / "summary.json").read_text())
-    assert [(r["parallel.tp"], r["job_id"]) for r in rows] == [("1", "4201"), ("2", "4202")]
+    assert [(r["parallel.tp"], r["job_id"]) for r in rows] == [(1, "4201"), (2, "4202")]
     assert any(line.startswith("job ") and " job_id " in line for line in run.stdout.splitlines())  # table header
 
 

@@ -24,7 +24,16 @@ from verl_qwen35.config.sources import register_sources
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir
 from verl_qwen35.run import sweep
-from verl_qwen35.run.sweep import VERDICT, ActiveSweep, SweepSummary, first_reason, summarize, table, write_summary
+from verl_qwen35.run.sweep import (
+    MEMORY_COLUMNS,
+    VERDICT,
+    ActiveSweep,
+    SweepSummary,
+    first_reason,
+    summarize,
+    table,
+    write_summary,
+)
 
 
 @pytest.fixture
@@ -60,7 +69,7 @@ def test_a_sweep_with_one_refused_job_exits_2_and_tabulates_every_job(multirun, 
         ("0", "2", "True", "ok"),
         ("1", "3", "False", "refused"),
     ]
-    assert list(rows[0]) == ["job", "parallel.tp", "valid", "memory_gib", "status", "reason"], "swept keys only"
+    assert list(rows[0]) == ["job", "parallel.tp", "valid", *MEMORY_COLUMNS, "status", "reason"], "swept keys only"
     assert rows[0]["reason"] == ""
     assert rows[1]["reason"].startswith("parallel.tp: world 1x8=8 is not divisible by tp*pp*cp=3*1*1=3")
     verdicts = [json.loads((tmp_path / "sweep" / str(n) / VERDICT).read_text()) for n in (0, 1)]
@@ -72,11 +81,20 @@ def test_a_sweep_with_one_refused_job_exits_2_and_tabulates_every_job(multirun, 
     assert json.loads((tmp_path / "sweep" / "summary.json").read_text())[1]["valid"] is False
 
 
-def test_an_all_valid_sweep_exits_0(multirun, capsys):
-    code, out, rows = multirun("model=35b", "device=gpu,npu", capsys=capsys)
-    assert code == 0
-    assert "sweep: 2 job(s), 2 valid, 0 refused\n" in out
-    assert [r["device"] for r in rows] == ["gpu", "npu"]
+def test_an_all_valid_sweep_exits_0_and_a_job_above_the_headroom_floor_says_so(multirun, tmp_path, capsys):
+    """Valid jobs only: exit 0. 122B's NPU preset needs 56.2 GiB of an A3 die's 61.27 (92%, above the dry run's
+    90% floor); on a 64 GiB device the same job is under it. The row says why in its status and reason, and
+    summary.json has numbers."""
+    code, out, rows = multirun("model=122b", "device=npu", "hardware.device_memory_gib=61.27,64", capsys=capsys)
+    assert code == 0, "a warning is no refusal"
+    assert "sweep: 2 job(s), 2 valid, 0 refused, 1 little headroom" in out
+    assert [(r["status"], r["valid"]) for r in rows] == [("little headroom", "True"), ("ok", "True")]
+    assert rows[0]["reason"].startswith("parallel.ep: training needs 56.2 GiB of 61.27 GiB (92%) per device")
+    assert "little headroom" in rows[0]["reason"] and rows[1]["reason"] == ""
+    typed = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    assert [r["hardware.device_memory_gib"] for r in typed] == [61.27, 64]
+    assert [type(r[c]) for r in typed for c in MEMORY_COLUMNS] == [float] * 6 and typed[0]["valid"] is True
+    assert typed[0]["train_gib"] == typed[1]["train_gib"] and typed[0]["train_gib"] / 61.27 > 0.9
 
 
 def _verdict(sweep_dir: Path, job: int, overrides: list[str], errors=(), status=None, sweep_id="this") -> None:
@@ -102,17 +120,11 @@ def test_summary_keeps_this_sweeps_jobs_adds_planned_ones_and_skips_unreadable_v
     (tmp_path / "7" / VERDICT).write_text("{not json")
     planned = [["model=35b", "parallel.tp=2"], ["model=35b", "parallel.tp=3"], ["model=35b", "parallel.tp=4"]]
     rows = summarize(tmp_path, "this", planned)
+    blank = dict.fromkeys(MEMORY_COLUMNS)  # no memory estimate in these verdicts
     assert rows == [
-        {"job": 0, "parallel.tp": "2", "valid": True, "memory_gib": "", "status": "ok", "reason": ""},
-        {
-            "job": 1,
-            "parallel.tp": "3",
-            "valid": False,
-            "memory_gib": "",
-            "status": "refused",
-            "reason": "parallel.tp: bad tp",
-        },
-        {"job": 2, "parallel.tp": "4", "valid": False, "memory_gib": "", "status": "not run", "reason": ""},
+        {"job": 0, "parallel.tp": 2, "valid": True, **blank, "status": "ok", "reason": ""},
+        {"job": 1, "parallel.tp": 3, "valid": False, **blank, "status": "refused", "reason": "parallel.tp: bad tp"},
+        {"job": 2, "parallel.tp": 4, "valid": False, **blank, "status": "not run", "reason": ""},
     ]
     assert {r["job"] for r in summarize(tmp_path)} == {0, 1, 5}, "without a sweep id every readable verdict counts"
 
@@ -120,7 +132,7 @@ def test_summary_keeps_this_sweeps_jobs_adds_planned_ones_and_skips_unreadable_v
 def test_when_nothing_varies_every_override_is_a_column(tmp_path):
     _verdict(tmp_path, 0, ["model=35b", "device=gpu"])
     (row,) = summarize(tmp_path, "this")
-    assert list(row) == ["job", "device", "model", "valid", "memory_gib", "status", "reason"]
+    assert list(row) == ["job", "device", "model", "valid", *MEMORY_COLUMNS, "status", "reason"]
 
 
 def test_first_reason_is_the_short_key_and_message_of_the_first_error():
@@ -352,7 +364,7 @@ def test_ctrl_c_before_any_job_wrote_its_directory_still_writes_the_summary(tmp_
     monkeypatch.setattr(sweep, "_ACTIVE", ActiveSweep(sweep_dir, "this", planned))
     sweep.interrupted()
     rows = json.loads((sweep_dir / "summary.json").read_text())
-    assert [(r["parallel.tp"], r["status"]) for r in rows] == [("2", "not run"), ("4", "not run")]
+    assert [(r["parallel.tp"], r["status"]) for r in rows] == [(2, "not run"), (4, "not run")]
     assert "sweep interrupted: 0 job(s) finished" in capsys.readouterr().out
 
 
@@ -409,7 +421,7 @@ def test_a_submitted_sweep_has_a_job_id_column_empty_where_a_job_was_not_submitt
     sweep.note_job_id(str(tmp_path / "0"), "4242")
     rows = summarize(tmp_path, "this")
     assert [(r["job_id"], r["status"]) for r in rows] == [("4242", "ok"), ("", "ok")]
-    assert list(rows[0]) == ["job", "parallel.tp", "valid", "memory_gib", "job_id", "status", "reason"]
+    assert list(rows[0]) == ["job", "parallel.tp", "valid", *MEMORY_COLUMNS, "job_id", "status", "reason"]
 
 
 def test_a_verdict_without_a_status_is_ok_when_valid_else_refused(tmp_path):

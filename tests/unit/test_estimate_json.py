@@ -46,3 +46,8 @@ def test_the_peaks_are_the_sums_the_terms_say(cli):
     assert data["rollout_gib"] == pytest.approx(
         r["actor_residue"] + r["reserved"] + r["hccl_buffers"] + r["vllm_budget"], abs=0.05
     )
+    # The whole run beside it, numbers as numbers; the data set is not here, so no step count is invented.
+    run = data["whole_run"]
+    assert run["steps"] is None and run["wall_hours"] is None and run["steps_from"].startswith("unknown: ")
+    assert type(run["step"]["point"]) is float and run["checkpoint"]["saves"] is None
+    assert run["checkpoint"]["gib_per_save"] == pytest.approx(sum(run["checkpoint"]["parts_gib"].values()), abs=0.02)

@@ -18,7 +18,7 @@ from tests.configs import config, resolved
 from verl_qwen35.checks import bad_value_problems, device_of, preflight
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
 from verl_qwen35.checks.layout import KEYS, layers_per_stage, sequence_parallel_problems
-from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_column, memory_lines, memory_problems
+from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_lines, memory_numbers, memory_problems
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.submit import submit_problems
 from verl_qwen35.checks.transformer import ARCH_FIELDS, ARCH_SWITCHES, mtp_problems, transformer_problems
@@ -759,10 +759,9 @@ def test_the_plans_memory_lines_show_each_phase_or_why_there_is_no_estimate():
     assert memory_lines(uneven) == ["memory     (no estimate: the parallel.* layout does not split evenly)"]
     (unusable,) = memory_lines(config(**{DEVICE_CAP: 0.0}))  # typed a float by the schema; a value rule refuses 0
     assert unusable == f"memory     (no estimate: ERROR   [{DEVICE_CAP}] {DEVICE_CAP}=0.0: must be a number > 0)"
-    assert (memory_column(config()), memory_column(uneven)) == (
-        f"{e.train_gib:.0f}/{e.rollout_gib:.0f} of {e.device_memory_gib:g} {config().hardware.name.split(' (')[0]}",
-        "",
-    )
+    numbers = memory_numbers(config())
+    assert (numbers["train_gib"], numbers["device_gib"], numbers["fits"]) == (round(e.train_gib, 2), cap, True)
+    assert memory_numbers(uneven) is None
 
 
 # --- pipeline.py: megatron-core's split of the layers over (virtual) pipeline stages ---------------------------

@@ -7,7 +7,9 @@ runs in `dry_run=true` too.
 
 from __future__ import annotations
 
-from omegaconf import DictConfig, OmegaConf
+from typing import Any
+
+from omegaconf import DictConfig
 
 from verl_qwen35.checks.layout import KEYS, positive_problems
 from verl_qwen35.checks.problem import Problem, error, warning
@@ -253,12 +255,22 @@ def _sum(parts: list[tuple[str, float, str | None]], why: dict[str, str]) -> str
     return " + ".join(shown) + " GiB"
 
 
-def memory_column(cfg: DictConfig, estimate: memory_model.MemoryEstimate | None = None) -> str:
-    """The sweep summary's memory cell: peak GiB per device against capacity (`estimate`: the config's, if known)."""
+def memory_numbers(cfg: DictConfig, estimate: memory_model.MemoryEstimate | None = None) -> dict[str, Any] | None:
+    """The sweep summary's memory columns, as numbers: peak GiB per device of the update and the rollout, the
+    capacity, and whether it fits (`estimate`: the config's, if known); None without an estimate."""
     e = estimate or estimate_of(cfg)
     if e is None:
-        return ""
-    mark = "" if e.fits else " NO FIT"
-    hardware = OmegaConf.select(cfg, "hardware.name", default=None)
-    on = f" {hardware.split(' (')[0]}" if hardware else ""  # "Atlas 800T A3 (Ascend 910C, ...)": the model
-    return f"{e.train_gib:.0f}/{e.rollout_gib:.0f} of {e.device_memory_gib:g}{on}{mark}"
+        return None
+    return {
+        "train_gib": round(e.train_gib, 2),
+        "rollout_gib": round(e.rollout_gib, 2),
+        "device_gib": e.device_memory_gib,
+        "host_gib": round(e.host_per_node_gib, 2),
+        "fits": e.fits,
+    }
+
+
+def headroom_warnings(cfg: DictConfig, estimate: memory_model.MemoryEstimate | None = None) -> list[Problem]:
+    """The "little headroom" warnings of `memory_problems` (a phase above WARN_FRACTION of its capacity): the dry
+    run's own text, for the sweep summary and the plan's rows."""
+    return [p for p in memory_problems(cfg, estimate) if p.level == "warning"]

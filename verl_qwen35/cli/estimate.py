@@ -1,10 +1,12 @@
 """`verl-qwen35 estimate [overrides] [--format json]`: memory per device and host memory per node, every term
-named (the training update, the log-prob passes, the rollout, the host; docs/planning.md lists the JSON keys)."""
+named (the training update, the log-prob passes, the rollout, the host; docs/planning.md lists the JSON keys),
+and the whole configured run (steps, wall time, device-hours, checkpoints: planner/whole_run.py)."""
 
 import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig
 
@@ -14,6 +16,7 @@ from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, MemoryEstimate, read_inputs
+from verl_qwen35.planner.whole_run import whole_run, whole_run_lines
 from verl_qwen35.run.resolved import build_run
 
 PROG = "verl-qwen35 estimate"
@@ -69,9 +72,14 @@ def _report(overrides: list[str], fmt: str, config_dirs: list[Path]) -> int:
         print(f"{PROG}: no estimate for this layout; fix the parallel.* values above", file=sys.stderr)
         return 2
     if fmt == "json":
-        print(json.dumps(e.as_dict(), indent=2))
+        try:
+            whole: dict[str, Any] | str = whole_run(cfg, e).as_dict()
+        except InputError as err:
+            whole = f"not computed: {err}"
+        print(json.dumps(e.as_dict() | {"whole_run": whole}, indent=2))
     else:
         print(_text(e, cfg))
+        print("\n".join(whole_run_lines(cfg, e)))
     for problem in memory_problems(cfg, e):
         print(problem, file=sys.stderr)
     return 0 if e.fits else 2

@@ -113,6 +113,9 @@ class Hardware:
     intra_node_gbps: float = MISSING  # one direction, NVLink / HCCS
     inter_node_gbps: float = MISSING  # one direction, InfiniBand / RoCE
     fast_domain_devices: int = MISSING  # devices one NVLink / HCCS domain connects
+    # GB/s a node writes checkpoint shards at, every node at once: an assumption (a shared file system over a
+    # 25-100 Gb/s NIC, ~1-4 GB/s a node), not measured; set it to your storage's rate.
+    checkpoint_write_gbps: float = 2.0
     sources: dict[str, str] = field(default_factory=dict)
 
 

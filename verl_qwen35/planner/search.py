@@ -403,15 +403,18 @@ def verify(cfg: DictConfig | Run, lo: Layout, split: Split | None = None) -> lis
 
 def verified(cfg: DictConfig | Run, found: Search, top: int) -> tuple[list[Candidate], list[Problem]]:
     """The search's layouts that the whole preflight accepts (all of them, unless something outside
-    the layout is wrong: then the first refusal's errors say what)."""
+    the layout is wrong: then the first refusal's errors say what), each with the warnings a dry run of
+    it prints (little memory headroom among them) beside the search's own."""
     kept: list[Candidate] = []
     first_refusal: list[Problem] = []
     for c in found.candidates:
-        errors = [p for p in verify(cfg, c.layout, c.split) if p.level == "error"]
+        found_here = verify(cfg, c.layout, c.split)
+        errors = [p for p in found_here if p.level == "error"]
         if errors:
             first_refusal = first_refusal or errors
             continue
-        kept.append(c)
+        warned = [str(p) for p in found_here if p.level == "warning"]
+        kept.append(dataclasses.replace(c, warnings=tuple(dict.fromkeys([*c.warnings, *warned]))))
         if top and len(kept) == top:
             break
     return kept, first_refusal

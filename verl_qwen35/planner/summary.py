@@ -11,6 +11,7 @@ from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, MemoryEstimate, estimate_layout, read_inputs
 from verl_qwen35.model.run import Run
 from verl_qwen35.model.step_time import Rates, Recipe, StepTime, step_time
+from verl_qwen35.planner.whole_run import whole_run_lines
 
 
 def predicted_step(cfg: DictConfig, estimate: MemoryEstimate | None = None) -> StepTime:
@@ -118,6 +119,7 @@ def plan_lines(run: Run) -> list[str]:
         f"step       {prompts} prompts x n={rollout.n} = {prompts * rollout.n} sequences, mini-batch {mini}",
         *memory_lines(cfg, e),
         *step_lines(cfg, training_steps(cfg, train_rows(cfg)).total, e),
+        *whole_run_lines(cfg, e),
         f"data       {cfg.data.train_files} | {cfg.data.val_files}",
         f"env        {len(cfg.env.set)} variables to the driver and every Ray worker; cleared: {', '.join(unset)}",
         f"checkpoint {cfg.trainer.default_local_dir}",

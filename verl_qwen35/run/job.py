@@ -3,12 +3,13 @@
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from verl_qwen35.checks import preflight
-from verl_qwen35.checks.memory import memory_column
+from verl_qwen35.checks.memory import headroom_warnings, memory_numbers
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.tracking import backends, swanlab_login_problems
 from verl_qwen35.checks.versions import rules_line
@@ -97,13 +98,14 @@ def plan_or_why_not(run: Run, refused: bool) -> list[str]:
         return ["plan       not computed: it reads values the errors above refuse; fix those and run again"]
 
 
-def memory_or_blank(run: Run, refused: bool) -> str:
-    if not refused:
-        return memory_column(run.config, run.estimate)
+def memory_or_none(run: Run, refused: bool) -> tuple[dict[str, Any] | None, list[Problem]]:
+    """The verdict's memory numbers and its little-headroom warnings; none after errors that leave them undefined."""
     try:
-        return memory_column(run.config, run.estimate)
+        return memory_numbers(run.config, run.estimate), headroom_warnings(run.config, run.estimate)
     except UNDEFINED_AFTER_ERRORS:
-        return ""
+        if not refused:
+            raise
+        return None, []
 
 
 def run_dir_of(output_dir: str | None) -> Path:
@@ -121,7 +123,7 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
         return refused(len(broken))
     found = problems(run)
     errors = [p for p in found if p.level == "error"]
-    report(found, output_dir, mode, memory_or_blank(run, bool(errors)))
+    report(found, output_dir, mode, *memory_or_none(run, bool(errors)))
     if mode != "launch":
         print(redact("\n".join(plan_or_why_not(run, bool(errors)))))
         if not errors:
@@ -157,10 +159,16 @@ def submit_run(cfg: DictConfig, output_dir: str, schema: str | None, dry: bool) 
         note_job_id(output_dir, job_id)
 
 
-def report(found: list[Problem], output_dir: str | None, mode: str, memory: str = "") -> None:
+def report(
+    found: list[Problem],
+    output_dir: str | None,
+    mode: str,
+    memory: dict[str, Any] | None = None,
+    headroom: list[Problem] = (),
+) -> None:
     """The verdict file (for sweeps and people) and every problem on stderr."""
     if output_dir:
-        write_verdict(output_dir, mode, found, memory=memory)
+        write_verdict(output_dir, mode, found, memory=memory, headroom=headroom)
     for problem in found:
         print(redact(str(problem)), file=sys.stderr)
 

@@ -21,7 +21,7 @@ import secrets
 import stat
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +31,7 @@ from hydra.core.config_loader import ConfigLoader
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.utils import JobReturn
+from hydra.errors import OverrideParseException
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
@@ -50,6 +51,9 @@ JOB_SWEEPER = "hydra_plugins.verl_qwen35_sweeper.job_sweeper.JobSweeper"
 ERROR_LOG = "error.log"
 # A verdict is a few KiB; a larger file under a job directory is not one (and is not read into memory).
 VERDICT_MAX_BYTES = 1 << 20
+# A valid job whose memory estimate is above the dry run's warning floor (checks.memory.WARN_FRACTION).
+LITTLE_HEADROOM = "little headroom"
+VALID_STATUSES = ("ok", LITTLE_HEADROOM)
 
 
 @dataclass
@@ -79,28 +83,36 @@ def job_tag() -> str:
 
 
 def write_verdict(
-    output_dir: str, mode: str, found: list[Problem], status: str | None = None, memory: str = ""
+    output_dir: str,
+    mode: str,
+    found: list[Problem],
+    status: str | None = None,
+    memory: dict[str, Any] | None = None,
+    headroom: Sequence[Problem] = (),
 ) -> None:
     """This job's verdict, in its own output directory, for SweepSummary (and for people).
 
-    `memory`: the estimate's cell (training/rollout GiB per device of capacity, checks.memory.memory_column)."""
+    `memory`: the estimate's numbers (checks.memory.memory_numbers); `headroom`: its little-headroom warnings
+    (checks.memory.headroom_warnings), which make a valid job's status `little headroom`."""
     hydra_cfg = HydraConfig.get()
 
-    def listed(level: str) -> list[dict[str, Any]]:
-        return [{"keys": list(p.keys), "message": p.message} for p in found if p.level == level]
+    def listed(problems: Sequence[Problem], level: str) -> list[dict[str, Any]]:
+        return [{"keys": list(p.keys), "message": p.message} for p in problems if p.level == level]
 
-    errors = listed("error")
+    errors = listed(found, "error")
+    tight = listed(headroom, "warning")
     record = {
         "job": hydra_cfg.job.get("num", 0) if in_multirun() else 0,
         "sweep_id": _ACTIVE.sweep_id if _ACTIVE else None,
         # As typed: iterating the ListConfig would resolve `x=${oc.env:DB_PASSWORD}` into the file.
         "overrides": OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False),
         "mode": mode,
-        "status": status or ("refused" if errors else "ok"),
-        "valid": not errors and status in (None, "ok"),
+        "status": status or ("refused" if errors else LITTLE_HEADROOM if tight else "ok"),
+        "valid": not errors and status in (None, *VALID_STATUSES),
         "errors": errors,
-        "warnings": listed("warning"),
+        "warnings": listed(found, "warning"),
         "memory": memory,
+        "headroom": tight,
     }
     write_record(Path(output_dir) / VERDICT, record)
 
@@ -147,6 +159,8 @@ def _is_verdict(record: dict[str, Any]) -> bool:
         and isinstance(record.get("status", ""), str)
         and isinstance(errors, list)
         and all(_is_problem(e) for e in errors)
+        and isinstance(record.get("headroom", []), list)
+        and all(_is_problem(e) for e in record.get("headroom", []))
     )
 
 
@@ -215,10 +229,12 @@ def _overrides(item: str) -> tuple[str, str]:
 
 
 def first_reason(record: dict[str, Any]) -> str:
-    """`<short key>: <message>` of the first error; the short key is the `parallel.*` name when there is one."""
-    if not record["errors"]:
+    """`<short key>: <message>` of the first error (of a valid job: its first little-headroom warning); the short
+    key is the `parallel.*` name when there is one."""
+    found = record["errors"] or record.get("headroom") or []
+    if not found:
         return ""
-    first = record["errors"][0]
+    first = found[0]
     if not first["keys"]:  # the message names its key itself
         return first["message"]
     return f"{first['keys'][0].split(' ')[0]}: {first['message']}"
@@ -234,17 +250,27 @@ def _records(sweep_dir: Path, sweep_id: str | None) -> list[dict[str, Any]]:
     return sorted(found, key=lambda r: r["job"])
 
 
-def summary_row(record: dict[str, Any], swept_values: dict[str, str], submitted: bool) -> dict[str, Any]:
-    """One table row; add columns here (they flow into the table, CSV and JSON)."""
+MEMORY_COLUMNS = ("train_gib", "rollout_gib", "device_gib")
+
+
+def summary_row(record: dict[str, Any], swept_values: dict[str, Any], submitted: bool) -> dict[str, Any]:
+    """One table row; add columns here (they flow into the table, CSV and JSON). Numbers stay numbers (JSON);
+    a job without a memory estimate has None there (an empty CSV cell)."""
+    memory = record.get("memory") if isinstance(record.get("memory"), dict) else {}
     return {
         "job": record["job"],
         **swept_values,
         "valid": record["valid"],
-        "memory_gib": record.get("memory", ""),
+        **{name: _number(memory.get(name)) for name in MEMORY_COLUMNS},
         **({"job_id": record.get("job_id", "")} if submitted else {}),
         "status": record.get("status", "ok" if record["valid"] else "refused"),
         "reason": first_reason(record),
     }
+
+
+def _number(value: object) -> float | None:
+    """A verdict's number, or None for anything else (an older verdict's text, a hand-edited file)."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def summarize(
@@ -264,21 +290,38 @@ def summarize(
     return [summary_row(r, v, submitted) for r, v in zip(ordered, values, strict=True)]
 
 
-def swept_values(overrides: list[list[str]]) -> list[dict[str, str]]:
-    """Each job's values of the override keys that differ between the jobs (every key when none differs)."""
+def swept_values(overrides: list[list[str]]) -> list[dict[str, Any]]:
+    """Each job's values of the override keys that differ between the jobs (every key when none differs; None
+    where a job has no such override), typed as Hydra parses them (`parallel.tp=2` is 2, `parallel.vpp=null`
+    None, `model=122b` a string)."""
     values = [dict(map(_overrides, o)) for o in overrides]
     keys = sorted({k for v in values for k in v})
     swept = [k for k in keys if len({v.get(k) for v in values}) > 1] or keys
-    return [{k: v.get(k, "") for k in swept} for v in values]
+    parser = OverridesParser.create()
+    return [{k: _typed(parser, k, v[k]) if k in v else None for k in swept} for v in values]
+
+
+def _typed(parser: OverridesParser, key: str, text: str) -> Any:
+    """The value Hydra's override grammar gives `key=text`; the text itself where it is not one value."""
+    try:
+        value = parser.parse_override(f"{key}={text}").value()
+    except OverrideParseException:  # the text as typed
+        return text
+    return value if value is None or isinstance(value, int | float | bool | str | list | dict) else text
 
 
 def table(rows: list[dict[str, Any]], reason_width: int = 100) -> str:
     if not rows:
         return "(no jobs)"
-    shown = [[str(v)[:reason_width] for v in row.values()] for row in rows]
+    shown = [[cell(v)[:reason_width] for v in row.values()] for row in rows]
     from tabulate import tabulate  # only a sweep's summary prints a table
 
     return tabulate(shown, headers=list(rows[0]), tablefmt="simple", disable_numparse=True)
+
+
+def cell(value: Any) -> str:
+    """A table or CSV cell: None is empty, everything else its text."""
+    return "" if value is None else str(value)
 
 
 def write_summary(sweep: ActiveSweep) -> list[dict[str, Any]]:
@@ -291,11 +334,13 @@ def write_summary(sweep: ActiveSweep) -> list[dict[str, Any]]:
     table_csv = io.StringIO()
     writer = csv.DictWriter(table_csv, fieldnames=list(rows[0]))
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: cell(v) for k, v in row.items()} for row in rows)
     write_whole(sweep.sweep_dir / "summary.csv", redact(table_csv.getvalue()))
-    counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "refused", "failed", "interrupted", "not run")}
-    told = "".join(f", {n} {s}" for s, n in counts.items() if n and s not in ("ok", "refused"))
-    print(f"\nsweep: {len(rows)} job(s), {counts['ok']} valid, {counts['refused']} refused{told}")
+    statuses = ("refused", "failed", "interrupted", "not run", LITTLE_HEADROOM)
+    counts = {s: sum(r["status"] == s for r in rows) for s in statuses}
+    told = "".join(f", {n} {s}" for s, n in counts.items() if n and s != "refused")
+    valid = sum(r["status"] in VALID_STATUSES for r in rows)
+    print(f"\nsweep: {len(rows)} job(s), {valid} valid, {counts['refused']} refused{told}")
     print(redact(table(rows)))
     print(f"saved: {sweep.sweep_dir / 'summary.csv'} and summary.json")
     return rows
@@ -393,5 +438,5 @@ class SweepSummary(Callback):
             rows = write_summary(sweep)
         finally:
             release()
-        if any(r["status"] != "ok" for r in rows):
+        if any(r["status"] not in VALID_STATUSES for r in rows):
             sys.exit(2)
