@@ -24,6 +24,7 @@ from verl_qwen35.config import compose
 from verl_qwen35.config.errors import explain
 from verl_qwen35.config.secrets import credentials_in, findings, looks_secret, shell_secrets
 from verl_qwen35.config.yaml_files import load_json_object, load_mapping
+from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
 from verl_qwen35.imports.script import Recorded
 from verl_qwen35.installed import conf_dir, verl_config_dir
@@ -295,8 +296,7 @@ def _write(out: Path, result: Imported) -> None:
         header += f"# Imported by `verl-qwen35 import`: only what differs from {group}/{base}.\n"
         defaults = {"defaults": [base, "_self_"]} if has_base else {}
         body = yaml.safe_dump({**defaults, **tree}, sort_keys=False, allow_unicode=True, default_flow_style=False)
-        (out / group).mkdir(exist_ok=True)
-        (out / group / f"{NAME}.yaml").write_text(header + body)
+        write_file(out / group / f"{NAME}.yaml", header + body, within=out)
 
 
 def check_out(out: Path) -> None:
