@@ -75,8 +75,8 @@ DAMAGED = {
     "other-schema": (lambda good: good.replace("verl_schema: v0_", "verl_schema: v9_"), "verl_schema=v9_"),
     # A record is data: an interpolation planted in it is refused by key, never resolved (the secret never shown).
     "interpolation": (
-        lambda good: re.sub(r"experiment_name: .*", "experiment_name: ${oc.env:AWS_SECRET_ACCESS_KEY}", good, count=1),
-        "config.trainer.experiment_name holds an interpolation",
+        lambda good: re.sub(r"experiment_name: .*", "experiment_name: ${oc.env:HOME}", good),
+        ".experiment_name holds an interpolation",
     ),
     "alias-bomb": (
         lambda good: (
