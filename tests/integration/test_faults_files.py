@@ -122,7 +122,7 @@ def _lingering(marker: str) -> list[int]:
 
 
 def test_import_bounds_a_flood_and_does_not_wait_on_a_daemon(cli, tmp_path):
-    marker = f"{os.getpid()}.{time.monotonic_ns() % 10**6}"
+    marker = f"{os.getpid()}{time.monotonic_ns() % 10**6}"  # digits: `sleep 300.<marker>` is a number
     script = tmp_path / "flood.sh"
     # A daemon keeps the output open; 8 MB of output; main_ppo never called.
     script.write_text(f"sleep 300.{marker} &\nhead -c 8000000 /dev/zero | tr '\\0' 'x'\necho; echo the end\n")
@@ -151,7 +151,7 @@ def test_import_never_resolves_the_importers_environment_nor_prints_a_secret(cli
 def test_sigterm_stops_the_imported_script_and_removes_its_temp_dir(tmp_path):
     temp = tmp_path / "tmp"
     temp.mkdir()
-    marker = f"{os.getpid()}.{time.monotonic_ns() % 10**6}"
+    marker = f"{os.getpid()}{time.monotonic_ns() % 10**6}"  # digits: `sleep 300.<marker>` is a number
     script = tmp_path / "slow.sh"
     script.write_text(f"echo started > {tmp_path}/started\nsleep 200.{marker}\n")
     env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(temp)}

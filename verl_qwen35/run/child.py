@@ -103,7 +103,12 @@ def run_child(
         raise
     finally:
         proc.stdout.close()
-    timed_out = exited_at is None and proc.poll() is None
+    timed_out = False
+    if exited_at is None:  # the pipe closed (or the time is up): the program's exit may still be on its way
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
     _signal_group(proc.pid, signal.SIGKILL)  # the program, if still running, and whatever it left in its group
     proc.wait()
     return Finished(None if timed_out else proc.returncode, bytes(tail), total)
