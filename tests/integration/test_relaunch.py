@@ -4,6 +4,7 @@ The launch itself (and a relaunch from another directory resuming the same check
 for real through verl and Ray in tests/system/test_forwarding.py.
 """
 
+import re
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,11 @@ DAMAGED = {
         "lacks trainer",
     ),
     "other-schema": (lambda good: good.replace("verl_schema: v0_", "verl_schema: v9_"), "verl_schema=v9_"),
+    # A record is data: an interpolation planted in it is refused by key, never resolved (the secret never shown).
+    "interpolation": (
+        lambda good: re.sub(r"experiment_name: .*", "experiment_name: ${oc.env:HOME}", good),
+        ".experiment_name holds an interpolation",
+    ),
     "alias-bomb": (
         lambda good: (
             "a: &a [x, x, x, x, x, x, x, x, x, x]\n"

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shlex
+import shutil
 import threading
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -321,6 +322,7 @@ def test_a_stock_verl_image_is_named_a_warning_saying_it_lacks_this_package(cli,
     assert f"submit.image={image} is a stock verl image, which does not hold verl-qwen35" in line
     assert "pip install --no-deps" in line and "docs/clusters.md" in line
     assert "verdict    OK (3 warning(s))" in run.out  # the two missing data files, and the image
+    shutil.rmtree(tmp_path / "shared" / "run")  # a run directory holds one run's records
     ours = kuberay(cli, tmp_path, "dry_run=true")
     assert ours.code == 0 and "[submit.image]" not in ours.said, ours.said
 

@@ -106,6 +106,7 @@ def test_a_plain_word_in_a_secret_looking_variable_is_not_hunted(cli, monkeypatc
         "hf_QwErTyUiOpAsDfGhJkLzXcVbNm12345678",
         "Bearer sk-proj-abcdefghijklmnopqrstuvwx",
         "AKIAIOSFODNN7EXAMPLE",
+        "https://collector.example/v1?project=a&access_token=abcdef0123456789",  # a secret query parameter
     ],
 )
 def test_a_credential_is_recognised_whatever_its_key(value):
@@ -123,6 +124,7 @@ def test_a_credential_is_recognised_whatever_its_key(value):
         "/data/task-0123456789abcdefghijklmn/train.parquet",
         "${oc.env:HOME}/data/geo3k/train.parquet",
         "Qwen/Qwen3.5-35B-A3B",
+        "https://collector.example/v1?page=2&token_type=bearer",  # a setting about a token, not one
     ],
 )
 def test_a_plain_value_is_not_taken_for_a_credential(value):
@@ -131,5 +133,37 @@ def test_a_plain_value_is_not_taken_for_a_credential(value):
 
 
 def test_a_shell_variable_holding_credentials_is_a_secret_whatever_its_name():
-    environ = {"HTTPS_PROXY": "http://alice:pr0xy@proxy:3128", "http_proxy": "http://proxy:3128", "MODE": "x"}
-    assert shell_secrets(environ) == {"HTTPS_PROXY": environ["HTTPS_PROXY"]}
+    environ = {
+        "HTTPS_PROXY": "http://alice:pr0xy@proxy:3128",
+        "http_proxy": "http://proxy:3128",
+        "MODE": "x",
+        "COLLECTOR_ENDPOINT": "https://collector.example/v1?access_token=abcdef0123456789",
+    }
+    assert shell_secrets(environ) == {k: environ[k] for k in ("HTTPS_PROXY", "COLLECTOR_ENDPOINT")}
+
+
+# Shapes that made a pattern rescan the rest of the value from every position (quadratic: 30 KB took 24 s).
+LONG_SHAPES = {
+    "letters": "a",
+    "assignments": "a=",
+    "vendor prefixes": "sk-",
+    "url schemes": "a://b:",
+    "query": "?a=b&",
+    "backslashes": "\\",
+    "lines": "x\n",
+}
+
+
+def test_a_long_value_is_scanned_in_linear_time():
+    """A 1 MB value (256 KB of the other shapes, to keep CI short) scanned (findings, redaction) within a bound
+    with wide slack for a loaded CI machine (~0.3 s each alone); a quadratic pattern would take tens of minutes."""
+    import time
+
+    from verl_qwen35.config.secrets import findings, redact_config_text
+
+    for name, unit in LONG_SHAPES.items():
+        value = unit * ((2**20 if name == "letters" else 2**18) // len(unit))
+        start = time.perf_counter()
+        list(findings("trainer.experiment_name", value, {}))
+        redact_config_text(value, environ={})
+        assert time.perf_counter() - start < 15, f"{name}: the secret scan is not linear in the value's length"

@@ -5,8 +5,11 @@ branch. Launching never downloads; preflight points here when a file is missing.
 """
 
 import argparse
+import contextlib
 import importlib.util
 import os
+import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -14,6 +17,11 @@ from verl_qwen35.checks.files import DATA_FILES
 from verl_qwen35.installed import launch_install_command
 
 REPO = "tyzhu/geo3k"
+# A Hugging Face repository id: owner/name, letters, digits, `-`, `_`, `.` (no `..`, no path): the hub client
+# would otherwise take `../../etc` as a path and fail with a traceback.
+REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
+# Where huggingface_hub keeps its lock and metadata files under a local_dir.
+HUB_CACHE = Path(".cache") / "huggingface"
 FILES = tuple(DATA_FILES.values())  # train, test: what the preflight's advice says this writes
 
 
@@ -23,7 +31,23 @@ class OfflineError(RuntimeError):
 
 def fetch(out: Path, repo: str = REPO, files: tuple[str, ...] = FILES) -> list[Path]:
     """Download each missing file of the dataset repo into `out`; keep what is already there."""
+    made_out = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    made_cache = not (out / HUB_CACHE).exists()
+    try:
+        return _fetch_each(out, repo, files)
+    except BaseException:
+        if made_cache:  # the hub client's lock files of a failed fetch: nothing left behind
+            shutil.rmtree(out / HUB_CACHE, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                (out / HUB_CACHE.parent).rmdir()
+        if made_out:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only when empty
+        raise
+
+
+def _fetch_each(out: Path, repo: str, files: tuple[str, ...]) -> list[Path]:
     fetched = []
     for name in files:
         target = out / name
@@ -61,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path.home() / "data" / "geo3k", help="target directory")
     parser.add_argument("--repo", default=REPO, help="Hugging Face dataset repository")
     args = parser.parse_args(argv)
+    if not REPO_ID.fullmatch(args.repo) or ".." in args.repo:
+        said = f"error  --repo {args.repo!r}: not a Hugging Face repository id (owner/name, e.g. {REPO})"
+        print(said, file=sys.stderr)
+        return 2
     if args.out.exists() and not args.out.is_dir():
         print(f"error  --out {args.out}: a file, not a directory; name a directory (made if missing)", file=sys.stderr)
         return 2

@@ -19,7 +19,6 @@ usage error.
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
+from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, read_inputs
@@ -160,7 +160,7 @@ def sweep_command(directory: Path, base: list[str], names: list[str]) -> list[st
 
 def write_sweep(directory: Path, listed: list[tuple[str, Candidate]], cfg: DictConfig) -> list[str]:
     """DIR/parallel/<name>.yaml per listed layout: `parallel` options a multirun sweeps by name."""
-    (directory / "parallel").mkdir(parents=True, exist_ok=True)
+    directory.mkdir(parents=True, exist_ok=True)  # the directory the user named; below it nothing through a link
     names = []
     for rank, c in listed:
         name = name_of(int(rank), c.layout, c.split)
@@ -173,9 +173,17 @@ def write_sweep(directory: Path, listed: list[tuple[str, Candidate]], cfg: DictC
         # The package line first: Hydra reads it from the file's header (the stage counts sit beside `parallel`).
         header = "# @package _global_\n"
         header += f"# Layout {rank} of {PROG} for {cfg.model.name} on {c.layout.nnodes}x{c.layout.devices_per_node}.\n"
-        (directory / "parallel" / f"{name}.yaml").write_text(header + OmegaConf.to_yaml(node))
+        write_file(directory / "parallel" / f"{name}.yaml", header + OmegaConf.to_yaml(node), within=directory)
         names.append(name)
     return names
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """The user's config files into --sweep DIR by the one writer: a link already in DIR is replaced, not followed."""
+    target.mkdir(parents=True, exist_ok=True)
+    for path in sorted(source.rglob("*")):
+        if path.is_file():
+            write_file(target / path.relative_to(source), path.read_bytes(), within=target)
 
 
 def _writable_dir(directory: Path) -> None:
@@ -387,7 +395,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         for own_dir in config_dirs:  # one --config-dir for the multirun: the user's groups join the layouts
-            shutil.copytree(own_dir, args.sweep, dirs_exist_ok=True)
+            copy_tree(Path(own_dir), args.sweep)
         names = write_sweep(args.sweep, rows, resolved)
     except OSError as err:
         raise UsageError(f"--sweep {args.sweep}: cannot write the layouts ({err.strerror}: {err.filename})") from None

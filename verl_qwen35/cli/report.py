@@ -39,14 +39,15 @@ def report(target: Path, out: Path | None, as_json: bool, draw: bool) -> int:
     if draw:
         plots.require_matplotlib()
     target = target.absolute()
+    within = target if out is None else None  # RUN_DIR/report: no link in it is followed; --out DIR: the user's
     out = (out or target / REPORT_DIR).absolute()
     if is_sweep(target):
         reports = sweep_reports(target)
-        written = plots.sweep_figures(reports, out) if draw else []
+        written = plots.sweep_figures(reports, out, within) if draw else []
         data, text = sweep_json(target, reports), sweep_text(target, reports, written)
     else:
         one = run_report(target)
-        written = [plots.run_figure(one, out)] if draw else []
+        written = [plots.run_figure(one, out, within)] if draw else []
         data, text = run_json(one), run_text(one, written)
     if as_json:
         print(dumps({**data, "plots": [str(p) for p in written]}))

@@ -117,6 +117,31 @@ def discard_unstarted_run() -> tuple[Path, bool] | None:
     return path, fresh
 
 
+def claim_run_dir(config: DictConfig) -> None:
+    """Claim `hydra.run.dir` for this run alone: its `.hydra/` made here, exclusively (mkdir is atomic), before
+    Hydra writes into it. A second run given the same directory (at once, or later) is refused instead of
+    mixing its records with the first's; one that exists without a run's records (a fresh or empty directory
+    a user made) is taken."""
+    try:
+        run_dir = Path(str(OmegaConf.select(config, "hydra.run.dir"))).absolute()
+    except Exception:  # noqa: BLE001 - an interpolation Hydra's run_job names itself
+        return
+    subdir = OmegaConf.select(config, "hydra.output_subdir", default=None) or ".hydra"
+    fresh = not run_dir.exists()
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / subdir).mkdir()
+    except FileExistsError:
+        raise UserError(
+            f"hydra.run.dir={run_dir}: already holds a run's records ({subdir}/), of an earlier or a concurrent "
+            "run; give each run its own directory (leave hydra.run.dir out: the default ends in a random tag)"
+        ) from None
+    except OSError as err:
+        raise UserError(f"hydra.run.dir={run_dir}: cannot be made ({err.strerror or err})") from None
+    _unstarted.clear()
+    _unstarted.append((run_dir, fresh))
+
+
 def _note_unstarted(config: DictConfig, key: str) -> None:
     _unstarted.clear()
     try:  # `${now:}` resolves once per config (Hydra's resolver caches), as Hydra's run_job reads it
@@ -132,9 +157,9 @@ class PrewriteChecks(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         try:
             check_before_writing(command_line(config), user_config_dirs(config), config)  # no copy without `hydra`
+            claim_run_dir(config)
         except Exception as err:
             raise Refused(err) from err
-        _note_unstarted(config, "hydra.run.dir")
 
     def on_job_start(self, config: DictConfig, **kwargs: Any) -> None:
         _unstarted.clear()  # `.hydra/` is whole: from here on the run directory is the job's

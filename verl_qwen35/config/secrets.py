@@ -77,11 +77,18 @@ TOKEN_PATTERN = re.compile(
     r"|sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}|glpat-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}"
     r"|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35})"
 )
+# Every pattern here runs in time linear in the value's length (a 1 MB value in a preset is scanned in well
+# under a second): a repetition that could start at every position of a long run is bounded (a URL scheme is
+# at most 32 characters, RFC 3986 names none longer) or anchored by a lookbehind to the start of a word.
 # scheme://user:password@host: the password is a secret whatever the key is called (submit.address).
-_URL_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]+:)([^/\s@]+)(@)")
+_SCHEME = r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://"
+_URL_PASSWORD = re.compile(rf"({_SCHEME}[^/\s:@]+:)([^/\s@]+)(@)")
 # scheme://TOKEN@host (git's `https://ghp_...@github.com`): a user name that is a token, by a vendor's
 # prefix or by its shape (20+ letters and digits mixed); `git@`, `user@`, `oauth2@` are user names.
-_URL_USER = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)([^/\s:@]+)(@)")
+_URL_USER = re.compile(rf"({_SCHEME})([^/\s:@]+)(@)")
+# ?access_token=..., &api_key=...: a query parameter whose name looks secret carries a credential in a URL
+# (an endpoint exported in the shell reaches launch.yaml as the same value typed in the config would).
+_QUERY_SECRET = re.compile(r"([?&;]([A-Za-z][A-Za-z0-9_.-]{0,63})=)([^&#\s;]+)")
 _TOKEN_PREFIX = re.compile(r"^(?:gh[pousr]_|github_pat_|hf_|sk-|glpat-|xox[abprs]-|AKIA|AIza)[A-Za-z0-9_-]{3,}$")
 
 
@@ -105,7 +112,13 @@ def credentials_in(value: str) -> str | None:
         return "a URL whose user name is a token (https://TOKEN@host)"
     if TOKEN_PATTERN.search(value):
         return "what looks like an access token (a vendor's token format)"
+    if any(_query_secret(m) for m in _QUERY_SECRET.finditer(value)):
+        return "a URL with a secret query parameter (?access_token=...)"
     return None
+
+
+def _query_secret(match: re.Match[str]) -> bool:
+    return looks_secret(match.group(2)) or config_key_looks_secret(match.group(2))
 
 
 def shell_secrets(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
@@ -129,7 +142,9 @@ _KEY_LAST_WORDS = frozenset(SECRET_SUFFIXES) | {"PASS", "PAT", "AUTH", "APIKEY"}
 # NAME=value inside a string: a shell line (`export HF_TOKEN=...`, submit.setup), an sbatch option
 # (`--export=ALL,NAME=value`), a command (`env NAME=value python`). Zero-width, so `--env=API_KEY=x`
 # yields both `env` and `API_KEY`; `NAME=$NAME` refers to the shell's value and is fine.
-_ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_])(?=([A-Za-z_][A-Za-z0-9_]*)=([^\s,;'\"]*))")
+# Only the value's first character is looked at (`$NAME` or nothing): a whole value would be rescanned from each
+# `=` of `a=a=a=...`, quadratic in its length.
+_ASSIGNMENT = re.compile(r"(?<![A-Za-z0-9_])(?=([A-Za-z_][A-Za-z0-9_]*)=([^\s,;'\"]?))")
 _ENV_READ = re.compile(r"\$\{\s*(?:oc\.env|env)\s*:\s*['\"]?([A-Za-z_][A-Za-z0-9_]*)")
 # `${oc.env:${some.key}}`: the variable's name is itself computed, so no check can tell whether it is a secret.
 _ENV_READ_COMPUTED = re.compile(r"\$\{\s*(?:oc\.env|env)\s*:\s*['\"]?\$\{")
@@ -227,11 +242,12 @@ def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
         text = text.replace(value, f"<{name} redacted>")
     text = _URL_PASSWORD.sub(r"\1<redacted>\3", text)
     text = _URL_USER.sub(lambda m: f"{m.group(1)}<redacted>@" if _token_user(m.group(2)) else m.group(0), text)
+    text = _QUERY_SECRET.sub(lambda m: f"{m.group(1)}<redacted>" if _query_secret(m) else m.group(0), text)
     return TOKEN_PATTERN.sub("<redacted>", text)
 
 
 # A printed config's `key: value` line (OmegaConf.to_yaml's block style).
-_YAML_LINE = re.compile(r"^(\s*(?:- )?)([^\s:#][^:]*?):( +)(\S.*)$", re.MULTILINE)
+_YAML_LINE = re.compile(r"^([ \t]*(?:- )?)([^\s:#][^:\n]*?):( +)(\S.*)$", re.MULTILINE)
 
 
 def redact_config_text(text: str, environ: Mapping[str, str] | None = None) -> str:

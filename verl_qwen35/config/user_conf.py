@@ -60,6 +60,46 @@ def _package(path: Path, root: Path, text: str) -> str:
     return group
 
 
+# Hydra's own settings a file in a --config-dir may not carry (docs/security.md): callbacks (our pre-write checks
+# are one: a preset could switch them off, or name code to run), where the run writes and from where it runs, and
+# the launcher/sweeper plugins (code named by `_target_`). Typed on the command line, they are the user's own.
+HYDRA_REFUSED = ("callbacks", "run", "sweep", "output_subdir", "job.chdir", "searchpath", "launcher", "sweeper")
+HYDRA_GROUPS_REFUSED = ("callbacks", "launcher", "sweeper")
+
+
+def _refused_hydra_key(node: object, prefix: str) -> str | None:
+    """The first key under Hydra's node that a preset may not set, or any `_target_` under it."""
+    if not isinstance(node, dict):
+        return None
+    for key, value in node.items():
+        path = f"{prefix}.{key}"
+        inner = path.removeprefix("hydra.")
+        if key == "_target_" or any(inner == r or inner.startswith(f"{r}.") for r in HYDRA_REFUSED):
+            return path
+        if found := _refused_hydra_key(value, path):
+            return found
+    return None
+
+
+def hydra_setting(path: Path, root: Path, package: str, content: object) -> str | None:
+    """The key of Hydra's own settings (HYDRA_REFUSED) a --config-dir file sets, or None: a file of Hydra's
+    groups (`hydra/...`), a `hydra:` node of a global file, a `hydra/callbacks|launcher|sweeper` default."""
+    relative = path.relative_to(root)
+    if relative.parts[0] == "hydra" and len(relative.parts) > 1:
+        return "/".join(relative.with_suffix("").parts)
+    if isinstance(content, dict):
+        for entry in content.get("defaults") or []:
+            for name in entry if isinstance(entry, dict) else [entry]:
+                group = str(name).removeprefix("override ").strip().lstrip("/")
+                if any(group.startswith(f"hydra/{g}") for g in HYDRA_GROUPS_REFUSED):
+                    return f"defaults: {group}"
+    if package == "" and isinstance(content, dict):
+        return _refused_hydra_key(content.get("hydra"), "hydra")
+    if package == "hydra" or package.startswith("hydra."):
+        return _refused_hydra_key(content, package)
+    return None
+
+
 def check_user_files(config_dirs: Sequence[Path]) -> None:
     """Every `.yaml` file under the directories: within the loader's limits and free of secrets."""
     for root in config_dirs:
@@ -72,6 +112,13 @@ def check_user_files(config_dirs: Sequence[Path]) -> None:
         for path in sorted(root.rglob("*.yaml")):
             text = read_text(path)
             content = parse_yaml(text, path)
+            if key := hydra_setting(path, root, _package(path, root, text), content):
+                raise UserError(
+                    f"{path}: {key}: Hydra's own setting is not taken from a --config-dir: callbacks, launcher and "
+                    "sweeper plugins, `_target_`s and where a run writes (hydra.run.dir, hydra.sweep.dir, job.chdir, "
+                    "output_subdir) could switch off the checks or run code (docs/security.md); remove it from the "
+                    "file, and give it on the command line if you mean it"
+                )
             if isinstance(content, dict):
                 content = {k: v for k, v in content.items() if k != "defaults"}  # group choices, not values
             for key, why in findings(_package(path, root, text), content, shell):

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from verl_qwen35.disk import NotRegular, read_bytes
 from verl_qwen35.errors import UserError
 
 MAX_BYTES = 32 * 1024 * 1024
@@ -77,7 +78,9 @@ def read_text(path: Path, kind: str = "YAML") -> str:
         size = path.stat().st_size
         if size > MAX_BYTES:
             raise UserError(f"{path}: {size:,} bytes, larger than any config ({MAX_BYTES:,}); not loaded")
-        raw = path.read_bytes()
+        raw = read_bytes(path, MAX_BYTES + 1)  # a FIFO swapped in after the check is refused, not waited on
+    except NotRegular:
+        raise UserError(f"{path}: not a regular file (a FIFO or a device); not loaded") from None
     except OSError as err:
         raise UserError(f"{path}: cannot be read ({err.strerror or err})") from None
     if raw.startswith(LFS_POINTER):

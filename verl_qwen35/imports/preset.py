@@ -22,8 +22,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.config import compose
 from verl_qwen35.config.errors import explain
-from verl_qwen35.config.secrets import credentials_in, findings, looks_secret, shell_secrets
+from verl_qwen35.config.secrets import credentials_in, findings, looks_secret, redact, shell_secrets
 from verl_qwen35.config.yaml_files import load_json_object, load_mapping
+from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
 from verl_qwen35.imports.script import Recorded
 from verl_qwen35.installed import conf_dir, verl_config_dir
@@ -33,7 +34,6 @@ from verl_qwen35.run.environment import effective_env
 NAME = "imported"
 ABSENT = "<absent>"
 ACTOR_MEGATRON, REF_MEGATRON = "actor_rollout_ref.actor.megatron.", "actor_rollout_ref.ref.megatron."
-HOME_READ = "${oc.env:HOME}"
 # Ray assigns devices to each worker; a fixed list would override that (tests/seed_fidelity/differences.yaml).
 NOT_CARRIED = {"CUDA_VISIBLE_DEVICES": "Ray assigns devices to each worker; a fixed list would override that"}
 _INTERPOLATION = re.compile(r"^\$\{((?:parallel|megatron|model)\.[\w.]+)\}$")
@@ -58,12 +58,32 @@ class Imported:
         return f"verl-qwen35 --config-dir {where} device={self.device} model={self.model} {groups}".rstrip()
 
 
+# An environment read in a script's override: kept as text, never resolved against the importer's environment
+# (the preset holds that text; a secret-looking one is not written at all: _put).
+_ENV_READ = re.compile(r"(?<!\\)\$\{(\s*(?:oc\.env|env)\s*:)")
+HOME_READ = "${oc.env:HOME}"  # what the recording put in place of its temporary HOME (imports/script.py)
+
+
+def unresolved_env(line: str) -> str:
+    """The override with each `${oc.env:...}` escaped: composing it gives the text the script wrote."""
+    return _ENV_READ.sub(r"\\${\1", line)
+
+
+def shown_line(line: str) -> str:
+    """An override as printed in the report: its value masked when it looks like a secret (the key's name, a
+    token's format, a shell secret's value), and any credential in it redacted."""
+    key, sep, value = line.partition("=")
+    if sep and any(True for _ in findings(key.lstrip("+~"), value, shell_secrets())):
+        return f"{key}=<redacted>"
+    return redact(line)
+
+
 def _verl_compose(overrides: list[str]) -> DictConfig:
     try:
         with initialize_config_dir(str(verl_config_dir()), version_base=None, job_name="verl_qwen35_import"):
-            return hydra_compose("ppo_trainer", overrides=overrides)
+            return hydra_compose("ppo_trainer", overrides=[unresolved_env(line) for line in overrides])
     except Exception as err:
-        raise UserError(f"verl refuses the script's overrides: {explain(err) or err}") from None
+        raise UserError(f"verl refuses the script's overrides: {redact(str(explain(err) or err))}") from None
 
 
 def verl_effective(lines: list[str], result: Imported) -> DictConfig:
@@ -295,8 +315,7 @@ def _write(out: Path, result: Imported) -> None:
         header += f"# Imported by `verl-qwen35 import`: only what differs from {group}/{base}.\n"
         defaults = {"defaults": [base, "_self_"]} if has_base else {}
         body = yaml.safe_dump({**defaults, **tree}, sort_keys=False, allow_unicode=True, default_flow_style=False)
-        (out / group).mkdir(exist_ok=True)
-        (out / group / f"{NAME}.yaml").write_text(header + body)
+        write_file(out / group / f"{NAME}.yaml", header + body, within=out)
 
 
 def check_out(out: Path) -> None:
@@ -335,9 +354,17 @@ def composed(result: Imported, out: Path) -> tuple[DictConfig, dict[str, Any]]:
     return cfg, flat
 
 
+def _as_launched(value: Any) -> Any:
+    """A script's value as the composed preset reads it: the recording's HOME read is the HOME a launch has."""
+    return value.replace(HOME_READ, os.environ.get("HOME", "")) if isinstance(value, str) else value
+
+
 def residual(result: Imported, recorded: Recorded, out: Path) -> dict[str, tuple]:
     """Keys where the composed preset still differs from the script, other than the reported fixes."""
-    script = flatten(verl_effective(recorded.overrides, Imported(model="", device="")))
+    script = {
+        k: _as_launched(v)
+        for k, v in flatten(verl_effective(recorded.overrides, Imported(model="", device=""))).items()
+    }
     script.update({f"ENV.{k}": v for k, v in recorded.env.items()})
     _, ours = composed(result, out)
     verl_top = {k.split(".", 1)[0] for k in script} | {"ENV"}
@@ -346,16 +373,16 @@ def residual(result: Imported, recorded: Recorded, out: Path) -> dict[str, tuple
 
 def report(result: Imported, out: Path, leftover: dict[str, tuple], notes: Iterable[str]) -> str:
     lines = [f"imported as model={result.model} device={result.device} (device from {result.how}) into {out}"]
-    lines += ["mapped:"] + [f"  {key} -> {where} = {value!r}" for key, where, value in result.mapped]
+    lines += ["mapped:"] + [f"  {key} -> {where} = {redact(repr(value))}" for key, where, value in result.mapped]
     if not result.mapped:
         lines.append("  nothing: the script equals the preset")
     lines += ["fixed on the way:"] + [f"  {key}: {why}" for key, why in sorted(result.fixes.items())]
     lines += [f"  {line}" for line in result.moved]
     if result.unmapped:
-        lines += ["not mapped:"] + [f"  {what}: {why}" for what, why in result.unmapped]
+        lines += ["not mapped:"] + [f"  {shown_line(what)}: {why}" for what, why in result.unmapped]
     if leftover:
         lines += ["still differs (please report):"] + [
-            f"  {k}: script={a!r} preset={b!r}" for k, (a, b) in leftover.items()
+            f"  {k}: script={redact(repr(a))} preset={redact(repr(b))}" for k, (a, b) in leftover.items()
         ]
     lines += [f"note: {n}" for n in notes]
     lines.append(result.command(out))

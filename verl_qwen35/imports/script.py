@@ -11,16 +11,17 @@ runs with no network interface but loopback. A script can still name a program b
 (/usr/bin/curl) and write files wherever the user may write: read a script you do not trust first.
 """
 
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verl_qwen35.config.secrets import redact
 from verl_qwen35.config.yaml_files import read_text
+from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
+from verl_qwen35.run.child import run_child
 
 ENTRYPOINT = "verl.trainer.main_ppo"
 TIME_LIMIT_S = 30
@@ -121,7 +122,7 @@ def read_overrides(path: Path) -> Recorded:
 def _write_standins(bin_dir: Path) -> None:
     bin_dir.mkdir()
     for name, text in [("python3", STANDIN_PYTHON), ("python", STANDIN_PYTHON), *((n, NO_OP) for n in NO_OPS)]:
-        (bin_dir / name).write_text(text)
+        write_file(bin_dir / name, text)
         (bin_dir / name).chmod(0o755)
     for name in BASICS:
         found = next((Path(d, name) for d in ("/usr/bin", "/bin") if Path(d, name).is_file()), None)
@@ -157,7 +158,7 @@ def run_script(
         for d in (record, home, work):
             d.mkdir()
         _write_standins(bin_dir)
-        (root / "hook.sh").write_text(MISSING_HOOK)
+        write_file(root / "hook.sh", MISSING_HOOK)
         given = {
             "PATH": str(bin_dir),
             "HOME": str(home),
@@ -170,31 +171,25 @@ def run_script(
         }
         time_limit_s = TIME_LIMIT_S if time_limit_s is None else time_limit_s
         argv = [*_no_network_prefix(), bash, str(script.resolve())]
-        proc = subprocess.Popen(
-            argv, cwd=work, env=given, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            output, _ = proc.communicate(timeout=time_limit_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+        done = run_child(argv, cwd=work, env=given, time_limit_s=time_limit_s)
+        if done.returncode is None:
             if fail_quietly:
                 return None
             raise UserError(
                 f"{script}: still running after {time_limit_s:g} s without calling {ENTRYPOINT} (stopped); it may "
                 "wait for something (a download, a cluster, input): remove that part, or write the overrides one a "
                 "line into a .txt file and import that"
-            ) from None
+            )
         missing, others = _split(record / "missing"), _split(record / "other_python")
         if not (record / "args").exists():
             if fail_quietly:
                 return None
-            did = f"it exited with {proc.returncode}"
+            did = f"it exited with {done.returncode}"
             if missing:
                 did += f" after calling {', '.join(sorted(set(missing)))}, which the importer does not provide"
             if others:
                 did += f"; it ran `{others[0]}` (the stand-in python3 only records `python3 -m {ENTRYPOINT}`)"
-            tail = output.decode("utf-8", "replace").strip().splitlines()[-3:]
+            tail = [redact(line[:500]) for line in done.last_lines(3)]
             raise UserError(
                 f"{script}: never called `python3 -m {ENTRYPOINT}` ({did}). "
                 + (f"Its last output: {' | '.join(tail)}. " if tail else "")

@@ -15,13 +15,13 @@ resume recomputes the steps after its checkpoint; the validation-only record ver
 import json
 import math
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from verl_qwen35.config.tracking import METRICS_FILE, PLACE, TENSORBOARD_DIR, kept_number
+from verl_qwen35.disk import NotRegular, is_regular, open_regular
 from verl_qwen35.errors import UserError
 
 FILE_LOGGER_ENV = PLACE["file"]  # verl/utils/tracking.py FileLogger.__init__
@@ -105,10 +105,9 @@ def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None, bool]]:
 def read_file_logger(path: Path, into: Metrics) -> None:
     """Add one FileLogger file's records to `into`; a file in which no line is a record is refused."""
     try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise UserError(f"{path}: not a regular file, so not verl's file-logger output")
-        handle = path.open("rb")
+        handle = open_regular(path)
+    except NotRegular:
+        raise UserError(f"{path}: not a regular file, so not verl's file-logger output") from None
     except OSError as err:
         raise UserError(f"{path}: cannot be read ({err.strerror or err})") from None
     damaged: list[int] = []
@@ -170,6 +169,8 @@ def read_tensorboard(directory: Path, into: Metrics) -> None:
         ) from None
     # SCALARS: 0 keeps every step (the default samples 10,000). The accumulator reads the event files in order
     # and purges the steps a restart logs again (purge_orphaned_data): a later start's steps replace the earlier.
+    if odd := [p.name for p in directory.iterdir() if "tfevents" in p.name and not is_regular(p)]:
+        raise TensorboardUnread(f"{directory}: {odd[0]} is not a regular file (a FIFO or a device); events not read")
     accumulator = event_accumulator.EventAccumulator(str(directory), size_guidance={event_accumulator.SCALARS: 0})
     try:
         accumulator.Reload()

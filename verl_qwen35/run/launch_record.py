@@ -131,7 +131,31 @@ def read_launch_file(path: Path) -> tuple[DictConfig, dict[str, Any]]:
             f"{installed_verl_version()} needs {installed_verl_schema()}: relaunch it where verl "
             f"{meta.get('verl_version', '?')} is installed, or launch again with this verl"
         )
+    if where := interpolation_in(config, "config"):
+        raise UserError(
+            f"{path}: {where} holds an interpolation (an unescaped `${{`); a launch record holds resolved values "
+            "only (the writer escapes every `${`), so nothing in it is resolved: the file was edited by hand or by "
+            "someone else; launch again to write a new one"
+        )
     return typed(OmegaConf.create(config), path), meta
+
+
+# `${` after an even run of backslashes (none included): OmegaConf would resolve it. Linear: the run of
+# backslashes is matched once, from the character before it that is not one.
+_UNESCAPED = re.compile(r"(?:^|[^\\])(?:\\\\)*\$\{")
+
+
+def interpolation_in(value: Any, key: str) -> str | None:
+    """The first key (dotted, from `key`) of plain data whose string value OmegaConf would resolve, or None."""
+    if isinstance(value, dict):
+        return next((w for k, v in value.items() if (w := interpolation_in(v, f"{key}.{k}"))), None)
+    if isinstance(value, list):
+        return next((w for i, v in enumerate(value) if (w := interpolation_in(v, f"{key}[{i}]"))), None)
+    return key if isinstance(value, str) and "${" in value and _UNESCAPED.search(value) else None
+
+
+# OmegaConf's conversion errors quote the value ("Value 'x' of type 'str' could not be converted to Integer").
+_VALUE_SHOWN = re.compile(r"[Vv]alue '[^\n]*' of type")
 
 
 def typed(cfg: DictConfig, path: Path) -> DictConfig:
@@ -143,7 +167,7 @@ def typed(cfg: DictConfig, path: Path) -> DictConfig:
             node = OmegaConf.merge(OmegaConf.structured(schema), cfg[name])
         except OmegaConfBaseException as err:
             where = getattr(err, "full_key", None) or name
-            reason = str(err).splitlines()[0]
+            reason = _VALUE_SHOWN.sub("a value of type", str(err).splitlines()[0])  # the record's value, not shown
             raise UserError(f"{path}: {name}.{where.removeprefix(name + '.')}: {reason}") from None
         raw = OmegaConf.to_container(node, resolve=False)
         if lacking := [f"{name}.{key}" for key, value in raw.items() if value == "???"]:  # a mandatory key cut

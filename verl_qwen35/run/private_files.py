@@ -7,8 +7,9 @@ every node: anyone who can write either, or replace it in its directory, runs co
 
 import os
 import stat
-import tempfile
 from pathlib import Path
+
+from verl_qwen35.disk import write_file
 
 OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 
@@ -21,21 +22,10 @@ def restrict_dir(directory: Path) -> None:
 
 
 def write_private(path: Path, text: str) -> Path:
-    """Write `text` to `path` with mode 600: into a temporary file beside it, renamed over it once whole,
-    so a full disk or a signal leaves the old file (or none), never half of one."""
+    """Write `text` to `path` with mode 600 by the one writer (disk.py): whole or not at all, never through a link."""
     path = Path(path)
     restrict_dir(path.parent)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")  # mkstemp: mode 600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_file(path, text, private=True)
 
 
 def writable_by_others(path: Path) -> str | None:

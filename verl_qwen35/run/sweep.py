@@ -15,7 +15,6 @@ import csv
 import io
 import itertools
 import json
-import os
 import re
 import secrets
 import stat
@@ -41,6 +40,7 @@ from verl_qwen35.config.errors import explain
 from verl_qwen35.config.prewrite import Refused
 from verl_qwen35.config.secrets import redact
 from verl_qwen35.config.yaml_files import load_json
+from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
 from verl_qwen35.run.sweep_lock import SweepLock, lock_sweep_dir
 
@@ -125,13 +125,7 @@ def write_record(path: Path, record: dict[str, Any]) -> None:
 def write_whole(path: Path, text: str) -> None:
     """`text` into `path` through a temporary file and a rename; a signal or a full disk on the way
     leaves the old file (or none) and no temporary file behind."""
-    partial = path.with_name(f".{path.name}.{os.getpid()}")
-    try:
-        partial.write_text(text, newline="")
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    write_file(path, text)
 
 
 def read_record(path: Path) -> dict[str, Any] | None:
@@ -195,7 +189,7 @@ def guarded_job(job: Callable[[], None], output_dir: str, mode: str) -> None:
     except Exception as err:
         reason = explain(err)
         if reason is None:
-            (Path(output_dir) / ERROR_LOG).write_text(traceback.format_exc())
+            write_file(Path(output_dir) / ERROR_LOG, redact(traceback.format_exc()))
             reason = f"{type(err).__name__}: {err} (traceback in {Path(output_dir) / ERROR_LOG})"
         _record_stop(output_dir, mode, "failed", reason)
 

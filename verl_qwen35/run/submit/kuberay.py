@@ -18,6 +18,7 @@ import yaml
 from omegaconf import DictConfig
 
 from verl_qwen35 import shell
+from verl_qwen35.config.secrets import redact
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import digest
 from verl_qwen35.run.private_files import write_private
@@ -185,7 +186,7 @@ def submit_kuberay(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file:
             ) from None
     body = manifest(cfg, run_dir, digest(write_launch_file()))
     path = run_dir / MANIFEST
-    write_private(path, yaml.safe_dump(body, sort_keys=False))
+    write_private(path, redact(yaml.safe_dump(body, sort_keys=False)))  # as launch.yaml: no shell secret in it
     name, namespace = body["metadata"]["name"], body["metadata"]["namespace"]
     print(f"kuberay    {path} (RayJob {namespace}/{name}: {cfg.trainer.nnodes} worker pod(s); relaunches {run_dir})")
     if dry or not cfg.submit.apply:
