@@ -224,7 +224,7 @@ def test_proxies_cleared_on_one_device_only_are_cleared_on_every_device(cli, tmp
 # recorded lists (seed_fidelity/upstream_overrides/, imported above) do not cover: (script, device, model).
 _DEFAULTS = "verl's default (the script leaves it; our preset has another value):"
 VERL_RUNS = [
-    ("run_qwen3_5_397b_megatron", "npu", "397b"),
+    ("run_qwen3_5_397b_megatron", "gpu", "397b"),
     ("run_qwen3_5_122b_a10b_32k_megatron", "npu", "122b"),  # 32k responses: no max_model_len of ours under it
     ("run_grpo_qwen3_5_35b_megatron_npu", "npu", "35b"),  # the nightly CI: rm, mkdir and tee under /root
 ]

@@ -109,5 +109,6 @@ def plan_lines(run: Run) -> list[str]:
 
 
 def stack_line(device: str) -> str:
-    """The stack the version-dependent rules assumed (`verl-qwen35 doctor` prints the same line)."""
-    return f"rules for megatron-core {mcore_in_use()[1]}, vLLM {vllm_in_use(device).shown}"
+    """The stack the version-dependent rules assumed (`verl-qwen35 doctor` prints the same line); `device` is
+    gpu or npu, or verl's trainer.device (cuda is a GPU)."""
+    return f"rules for megatron-core {mcore_in_use()[1]}, vLLM {vllm_in_use('npu' if device == 'npu' else 'gpu').shown}"
