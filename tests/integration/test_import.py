@@ -10,10 +10,10 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
+from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.config import compose as compose_ours
 from verl_qwen35.imports.script import read_overrides, run_script
 from verl_qwen35.installed import installed_verl_schema, verl_config_dir
-from verl_qwen35.planner.summary import stack_line
 from verl_qwen35.review.flat import flatten
 from verl_qwen35.run.environment import effective_env
 
@@ -246,7 +246,7 @@ def test_every_verl_script_imports_and_its_preset_passes_a_dry_run(cli, tmp_path
     checked = cli(*shlex.split(command)[1:], "dry_run=true")
     assert checked.code == 0 and "verdict    OK" in checked.out, checked.said
     assert "replaces the logger group" not in checked.out  # the script's trainer.logger became logger=[...]
-    assert stack_line(device) in checked.out  # the stack the rules assumed, as `verl-qwen35 doctor` says it
+    assert rules_line(device) in checked.out  # the stack the rules assumed, as `verl-qwen35 doctor` says it
 
 
 def test_a_scripts_writes_outside_the_sandbox_touch_nothing(tmp_path):

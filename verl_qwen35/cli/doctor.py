@@ -13,10 +13,10 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.data import MATRIX_DIR
 from verl_qwen35.installed import detect_device
-from verl_qwen35.planner.summary import stack_line
 from verl_qwen35.run.stack import MatrixError, Stack, Verdict, installed_version, known_stacks, stack_verdicts
 
 DEVICES = sorted(p.stem for p in MATRIX_DIR.glob("*.yaml"))
@@ -61,14 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     failing = [v for v in verdicts if not v.ok]
     if args.format == "json":
         shown = {"device": device, "ok": not failing, "components": [asdict(v) for v in verdicts]}
-        shown["rules"] = stack_line(device)
+        shown["rules"] = rules_line(device)
         print(json.dumps(shown | {"stacks": [asdict(s) for s in stacks]}, indent=2))
     else:
         print(f"device={device}; matrix {matrix}")
         print(table(verdicts))
         verdict = "ready to launch" if not failing else f"NOT ready: {', '.join(v.name for v in failing)}"
         print(f"verdict: {verdict}")
-        print(f"a dry run's {stack_line(device)}")
+        print(rules_line(device))  # the versions a dry run's rules follow, as it prints them
         if stacks:
             print("\nstacks verl pins (shown, not enforced):")
             print(stacks_table(stacks))

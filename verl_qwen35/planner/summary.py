@@ -3,11 +3,9 @@
 from omegaconf import DictConfig
 
 from verl_qwen35.checks.layout import layers_per_stage
-from verl_qwen35.checks.megatron_keys import mcore_in_use
 from verl_qwen35.checks.memory import memory_lines
 from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.checks.tracking import backends
-from verl_qwen35.checks.vllm import vllm_in_use
 from verl_qwen35.config.tracking import MODE, PLACE
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, MemoryEstimate, estimate_layout, read_inputs
@@ -104,11 +102,5 @@ def plan_lines(run: Run) -> list[str]:
         f"checkpoint {cfg.trainer.default_local_dir}",
         logs_line(cfg),
         f"outputs    {output_dir or '(not a Hydra run)'}",
-        f"verl       schema {choices.get('verl_schema', '?')}; {stack_line(str(cfg.trainer.device))}",
+        f"verl       schema {choices.get('verl_schema', '?')}",
     ]
-
-
-def stack_line(device: str) -> str:
-    """The stack the version-dependent rules assumed (`verl-qwen35 doctor` prints the same line); `device` is
-    gpu or npu, or verl's trainer.device (cuda is a GPU)."""
-    return f"rules for megatron-core {mcore_in_use()[1]}, vLLM {vllm_in_use('npu' if device == 'npu' else 'gpu').shown}"
