@@ -220,10 +220,13 @@ def test_proxies_cleared_on_one_device_only_are_cleared_on_every_device(cli, tmp
     assert "proxies cleared" not in on_npu.out
 
 
-# verl's Qwen3.5 Megatron GRPO scripts (examples/, examples/ascend_extras/, tests/special_npu/) that the
-# recorded lists (seed_fidelity/upstream_overrides/, imported above) do not cover: (script, device, model).
+# Every Qwen3.5 Megatron GRPO script in verl's tree at 1dda039b (examples/, examples/ascend_extras/,
+# tests/special_npu/), each on one device (the 35B and 122B ones on both through their recordings above):
+# (script, device, model).
 _DEFAULTS = "verl's default (the script leaves it; our preset has another value):"
 VERL_RUNS = [
+    ("run_qwen3_5_35b_megatron", "gpu", "35b"),
+    ("run_qwen3_5_122b_a10b_megatron", "npu", "122b"),
     ("run_qwen3_5_397b_megatron", "gpu", "397b"),
     ("run_qwen3_5_122b_a10b_32k_megatron", "npu", "122b"),  # 32k responses: no max_model_len of ours under it
     ("run_grpo_qwen3_5_35b_megatron_npu", "npu", "35b"),  # the nightly CI: rm, mkdir and tee under /root

@@ -11,6 +11,7 @@ import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,7 @@ class Imported:
     removed: list[str] = field(default_factory=list)  # our keys neither the script nor verl has: `~KEY`
     logger: list[str] | None = None  # the script's trainer.logger, as our logger group
     script_keys: set[str] = field(default_factory=set)  # keys the script's overrides name
+    script: dict[str, Any] = field(default_factory=dict)  # verl's config with the script's overrides, flattened
 
     def overrides(self) -> list[str]:
         """The command's overrides after device and model: the groups, then the keys removed."""
@@ -118,7 +120,7 @@ def verl_effective(lines: list[str], result: Imported) -> DictConfig:
     """verl's config with the script's overrides; overrides verl cannot take are set aside, with the reason."""
     _outside_verl(lines)
     parser = OverridesParser.create()
-    base = _verl_compose(["model_engine=megatron"])
+    base = _verl_base()
     kept, added = [], set()
     for line in lines:
         if line.startswith("-"):
@@ -144,6 +146,14 @@ def verl_effective(lines: list[str], result: Imported) -> DictConfig:
     if engine not in (None, "megatron"):
         raise UserError(f"the script runs model_engine={engine}; this project runs verl's Megatron engine only")
     return _verl_compose(["model_engine=megatron", *kept])
+
+
+@cache
+def _verl_base() -> DictConfig:
+    """verl's own config (model_engine=megatron), read-only: which keys the installed verl has."""
+    base = _verl_compose(["model_engine=megatron"])
+    OmegaConf.set_readonly(base, True)
+    return base
 
 
 def _has_key(cfg: DictConfig, key: str) -> bool:
@@ -377,7 +387,7 @@ def import_preset(recorded: Recorded, device: str | None, out: Path, other: Reco
     script = flatten(script_cfg)
     chosen, how = chosen_device(device, script, recorded.env)
     result = Imported(model=closest_model(script["actor_rollout_ref.model.path"]), device=chosen, how=how)
-    result.unmapped = probe.unmapped
+    result.unmapped, result.script = probe.unmapped, script
     result.script_keys = script_keys(recorded.overrides)
     ours_cfg = compose([f"model={result.model}", f"device={result.device}"])
     _map_keys(script, ours_cfg, result, derived=False)
@@ -411,7 +421,7 @@ def composed(result: Imported, out: Path) -> tuple[DictConfig, dict[str, Any]]:
 
 def residual(result: Imported, recorded: Recorded, out: Path) -> dict[str, tuple]:
     """Keys where the composed preset still differs from the script, other than the reported fixes."""
-    script = flatten(verl_effective(recorded.overrides, Imported(model="", device="")))
+    script = dict(result.script or flatten(verl_effective(recorded.overrides, Imported(model="", device=""))))
     script.update({f"ENV.{k}": v for k, v in recorded.env.items()})
     _, ours = composed(result, out)
     verl_top = {k.split(".", 1)[0] for k in script} | {"ENV"}
