@@ -19,8 +19,10 @@ PACKAGE = "verl-qwen35"
 SUPPORTED_VERL = ">=0.8,<0.10"
 # The verl the config-only install names: the newest release CI runs against.
 CONFIG_ONLY_VERL = "pip install --no-deps 'verl==0.9.1'"
-# verl minor version -> the `verl_schema` option composing its config.
+# verl minor version -> the `verl_schema` option composing its config; an exact release listed in
+# SCHEMA_EXCEPTIONS takes its own (verl 0.9.0 still has megatron.grad_offload, removed in 0.9.1).
 SCHEMAS = {"0.8": "v0_8", "0.9": "v0_9"}
+SCHEMA_EXCEPTIONS = {"0.9.0": "v0_9_0"}
 _HERE = Path(__file__).resolve().parent
 # The Ascend image's megatron-core: the rules it implies are assumed when none is installed here.
 ASSUMED_MCORE = (0, 16)
@@ -112,7 +114,11 @@ def installed_verl_version() -> str:
 
 def installed_verl_schema() -> str:
     """The `verl_schema` option matching the installed verl, or a clear refusal."""
-    found = installed_verl_version()
+    return schema_for(installed_verl_version())
+
+
+def schema_for(found: str) -> str:
+    """The `verl_schema` option for a verl version: its exact release's, else its minor version's."""
     try:
         release = Version(found).release
     except InvalidVersion:
@@ -121,7 +127,8 @@ def installed_verl_schema() -> str:
     if minor not in SCHEMAS:
         supported = ", ".join(f"{m}.x" for m in SCHEMAS)
         raise UserError(f"verl {found} is installed; verl_qwen35 supports verl {supported}")
-    return SCHEMAS[minor]
+    exact = ".".join(str(part) for part in (*release, 0, 0)[:3])
+    return SCHEMA_EXCEPTIONS.get(exact, SCHEMAS[minor])
 
 
 @cache

@@ -5,6 +5,7 @@ from importlib.metadata import version
 
 import pytest
 
+from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.cli import doctor
 
 # On every verl CI tests (-m each_verl): the installed stack against verl's pinned ones.
@@ -17,18 +18,22 @@ def test_the_gpu_doctor_names_verl_mains_stack_beside_0_9_1_and_0_8_0(capsys):
     header, *rows = out.partition("stacks verl pins")[2].splitlines()[1:]
     assert header.split()[2:] == ["verl", "0.8.0", "verl", "0.9.1", "verl", "main", "(1dda039b)"]
     pins = {row.split()[0]: row.split()[1:] for row in rows if row.strip()}
-    # installed, then 0.8.0, 0.9.1, main (verl PR #7973)
-    assert pins["megatron-core"] == [version("megatron-core"), "any", "any", "0.18.0"]
-    assert pins["torch"][1:] == ["2.9.1", "2.11.0", "2.13.0"] and pins["vllm"][-1] == "0.29.0"
-    assert pins["transformers"][-1] == "5.12.1" and pins["sglang"][-1] == "0.5.20"
-    assert pins["megatron-bridge"][-2:] == ["0.5.2", "0.5.2"]
+    # installed, then 0.8.0, 0.9.1, main (verl 1dda039b pyproject.toml, uv.lock, docker/Dockerfile.stable.vllm)
+    assert pins["megatron-core"] == [version("megatron-core"), "any", "any", "core_v0.18.0"]
+    assert pins["torch"][1:] == ["2.9.1", "2.11.0", "2.11.0"] and pins["vllm"][-1] == "0.24.0"
+    assert pins["transformers"][-1] == "5.5.3" and pins["sglang"][-1] == "0.5.12"
+    assert pins["python"][-1] == "3.12" and pins["ray"][-1] == "2.55.1"
 
 
-def test_the_json_doctor_carries_the_stacks(capsys):
+def test_the_npu_doctor_accepts_both_ascend_images_and_says_what_the_plan_assumes(capsys):
     doctor.main(["device=npu", "--json"])
     shown = json.loads(capsys.readouterr().out)
-    (image,) = shown["stacks"]
-    assert image["pins"]["megatron-core"] == "0.16.x" and image["pins"]["vllm-ascend"] == "0.18.0"
+    older, newer = shown["stacks"]
+    assert (older["pins"]["python"], newer["pins"]["python"]) == ("3.11", "3.12")
+    assert newer["pins"]["vllm-ascend"] == "0.23.0" and newer["pins"]["torch"] == "2.10.0"
+    python = next(c for c in shown["components"] if c["name"] == "Python")
+    assert python["ok"]  # 3.11 here; 3.12 (the 9.1.0 image) too: `>=3.11,<3.13`
+    assert shown["rules"] == rules_line("npu")  # the line a dry run prints with its verdict
 
 
 @pytest.mark.parametrize("stacks", ["stacks: 3\n", "stacks:\n  - pins: {torch: 1}\n"])

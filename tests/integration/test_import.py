@@ -3,12 +3,14 @@ composes to the script's own config, key for key, but for the fixes the report l
 
 import itertools
 import shlex
+import tempfile
 from pathlib import Path
 
 import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
+from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.config import compose as compose_ours
 from verl_qwen35.imports.script import read_overrides, run_script
 from verl_qwen35.installed import installed_verl_schema, verl_config_dir
@@ -17,6 +19,7 @@ from verl_qwen35.run.environment import effective_env
 
 FIDELITY = Path(__file__).parents[1] / "seed_fidelity"
 FIXTURE = Path(__file__).parents[1] / "import_scripts" / "qwen3_5_35b_style.sh"
+VERL_SCRIPTS = Path(__file__).parents[1] / "import_scripts" / "verl"  # verl's own, copied at 1dda039b
 LISTS = sorted(FIDELITY.glob("*_overrides/*.txt"))
 
 
@@ -47,7 +50,7 @@ def _preset_config(command: str) -> dict[str, object]:
 
 def _reported(report: str) -> set[str]:
     """Keys the report names as fixed or not mapped."""
-    lines = report.split("fixed on the way:", 1)[1].splitlines()
+    lines = report.split("changed by us:", 1)[1].splitlines()
     return {line.split(":", 1)[0].strip().split("=", 1)[0] for line in lines if line.startswith("  ")}
 
 
@@ -93,8 +96,8 @@ def test_an_imported_list_composes_to_the_script_but_for_the_reported_fixes(list
 
 @pytest.mark.each_verl
 @pytest.mark.parametrize("device", ["gpu", "npu"])
-def test_a_script_in_verls_style_records_the_overrides_verl_recorded(device):
-    recorded = run_script(FIXTURE, device)
+def test_verls_script_records_the_overrides_verl_recorded(device):
+    recorded = run_script(VERL_SCRIPTS / "run_qwen3_5_35b_megatron.sh", device)
     upstream = read_overrides(FIDELITY / "upstream_overrides" / f"35b_{device}.txt")
     assert recorded.overrides == [line.replace("/home/user", "${oc.env:HOME}") for line in upstream.overrides]
     assert recorded.env == upstream.env
@@ -215,3 +218,70 @@ def test_proxies_cleared_on_one_device_only_are_cleared_on_every_device(cli, tmp
     assert "ENV.http_proxy: proxies cleared on every device (it clears them on npu only)" in done.out
     on_npu = cli("import", str(tmp_path / "mine.sh"), "--device", "npu", "--out", str(tmp_path / "npu"))
     assert "proxies cleared" not in on_npu.out
+
+
+# Every Qwen3.5 Megatron GRPO script in verl's tree at 1dda039b (examples/, examples/ascend_extras/,
+# tests/special_npu/), each on one device (the 35B and 122B ones on both through their recordings above):
+# (script, device, model).
+_DEFAULTS = "verl's default (the script leaves it; our preset has another value):"
+VERL_RUNS = [
+    ("run_qwen3_5_35b_megatron", "gpu", "35b"),
+    ("run_qwen3_5_122b_a10b_megatron", "npu", "122b"),
+    ("run_qwen3_5_397b_megatron", "gpu", "397b"),
+    ("run_qwen3_5_122b_a10b_32k_megatron", "npu", "122b"),  # 32k responses: no max_model_len of ours under it
+    ("run_grpo_qwen3_5_35b_megatron_npu", "npu", "35b"),  # the nightly CI: rm, mkdir and tee under /root
+]
+
+
+@pytest.mark.parametrize(("name", "device", "model"), VERL_RUNS, ids=lambda v: str(v))
+def test_every_verl_script_imports_and_its_preset_passes_a_dry_run(cli, tmp_path, name, device, model):
+    done = cli("import", str(VERL_SCRIPTS / f"{name}.sh"), "--device", device, "--out", str(tmp_path / "p"))
+    assert done.code == 0, done.said
+    assert "still differs" not in done.out
+    command = done.out.strip().splitlines()[-1]
+    assert f"device={device} model={model}" in command
+    text = (VERL_SCRIPTS / f"{name}.sh").read_text()
+    given = [line.split(" -> ")[0].split(",")[0].strip() for line in _section(done.out, "set by the script:")]
+    assert given and all(key.removeprefix("export ") in text for key in given), given
+    defaults = [line.split(" -> ")[0].strip() for line in _section(done.out, _DEFAULTS)]
+    assert not [key for key in defaults if key.split(",")[0] in text], defaults
+    assert "model.hf_id" not in done.out  # the model path stays a path
+    checked = cli(*shlex.split(command)[1:], "dry_run=true")
+    assert checked.code == 0 and "verdict    OK" in checked.out, checked.said
+    assert "replaces the logger group" not in checked.out  # the script's trainer.logger became logger=[...]
+    assert rules_line(device) in checked.out  # the stack the rules assumed, as `verl-qwen35 doctor` says it
+
+
+def test_a_scripts_writes_outside_the_sandbox_touch_nothing(tmp_path):
+    """verl's nightly NPU script makes, empties and tees into a log under /root/.cache: all skipped."""
+    outside = tmp_path / "outside"
+    script = tmp_path / "writes.sh"
+    script.write_text(
+        f"set -e\nmkdir -p {outside}/logs logs\ntouch {outside}/x\nrm -rf {tmp_path}\ncd ..; mkdir -p mine\n"
+        f"cp /etc/hostname {outside}/copy\n"
+        f"python3 -m verl.trainer.main_ppo data.train_files=$(pwd) | tee {outside}/run.log logs/run.log\n"
+    )
+    recorded = run_script(script, "gpu")
+    assert not outside.exists() and script.is_file()
+    assert recorded.overrides[0].startswith(f"data.train_files={tempfile.gettempdir()}/verl-qwen35-import-")
+    skipped = [n for n in recorded.notes if "outside the import" in n]
+    assert [n.split("`")[1].split()[0] for n in skipped] == ["mkdir", "touch", "rm", "cp", "cp", "tee"]
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        ("run_qwen3_5_35b_megatron_lite.sh", "hydra.searchpath=[pkg://verl_mlite.config]"),
+        ("python3 -m verl.trainer.main_ppo actor@actor_rollout_ref.actor=mlite_actor", "actor@actor_rollout_ref.actor"),
+        ("grpo_qwen35_35b_megatron_async.sh", "verl.experimental.fully_async_policy.fully_async_main"),
+        ("run_qwen3_5_397b_a17b_megatron.sh", "verl.trainer.sft_trainer"),  # torchrun
+    ],
+)
+def test_an_engine_or_entrypoint_outside_verls_main_ppo_is_named(cli, tmp_path, body, named):
+    script = VERL_SCRIPTS / body
+    if not body.endswith(".sh"):
+        script = tmp_path / "mine.sh"
+        script.write_text(body + "\n")
+    done = cli("import", str(script), "--out", str(tmp_path / "p"))
+    assert done.code == 2 and named in done.err and "not supported" in done.err or "main_ppo launches only" in done.err
+    assert not (tmp_path / "p").exists()

@@ -8,7 +8,8 @@ import importlib.util
 
 import pytest
 
-from verl_qwen35.installed import launch_install_command, missing_verl_runtime, verl_config_dir
+from verl_qwen35.errors import UserError
+from verl_qwen35.installed import launch_install_command, missing_verl_runtime, schema_for, verl_config_dir
 from verl_qwen35.run.machine import runtime_problems
 
 # On every verl CI tests (-m each_verl): what the installed verl imports at run time.
@@ -33,3 +34,16 @@ def test_launch_extra_brings_what_verl_imports_at_run_time():
 def test_launch_command_installs_this_copy_with_the_launch_extra():
     command = launch_install_command()
     assert command.startswith("pip install ") and command.endswith("[launch]'")
+
+
+@pytest.mark.parametrize(
+    ("found", "schema"), [("0.8.0", "v0_8"), ("0.9.0", "v0_9_0"), ("0.9.1", "v0_9"), ("0.9.2.dev0", "v0_9")]
+)
+def test_the_schema_follows_the_exact_verl_release(found, schema):
+    """verl 0.9.0's megatron config still has grad_offload (removed in 0.9.1): the minor version is not enough."""
+    assert schema_for(found) == schema
+
+
+def test_a_verl_outside_the_supported_range_is_refused_naming_it():
+    with pytest.raises(UserError, match="verl 0.10.0 is installed"):
+        schema_for("0.10.0")

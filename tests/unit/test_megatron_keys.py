@@ -1,6 +1,8 @@
 """override_transformer_config keys are checked against megatron-core's TransformerConfig field data."""
 
 import dataclasses
+import importlib.util
+import json
 import subprocess
 import sys
 import typing
@@ -15,6 +17,8 @@ from verl_qwen35.checks.megatron_keys import (
     transformer_config_fields,
 )
 from verl_qwen35.config import compose
+from verl_qwen35.data import UPSTREAM_DIR
+from verl_qwen35.installed import installed_mcore
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -130,15 +134,51 @@ def test_without_megatron_core_the_ascend_images_0_16_is_assumed_and_said(monkey
 
 
 def test_a_megatron_core_newer_than_every_shipped_list_gets_a_warning_not_a_refusal():
-    """megatron-core 0.18 (verl main's pin) may add fields 0.16's list lacks: refusing them would refuse
-    real settings; dry_run=full builds the installed TransformerConfig and judges them."""
+    """A megatron-core newer than 0.19 (the newest list shipped) may add fields: refusing them would refuse
+    real settings; dry_run=full builds the installed TransformerConfig and judges them. 0.18's and 0.19's
+    lists ship (read from their wheels' source): there an unknown key is an error, as on 0.16."""
     cfg = compose(["model=35b", "device=gpu", "+megatron.override_transformer_config.a_field_of_a_newer_release=1"])
     key = "megatron.override_transformer_config.a_field_of_a_newer_release"
-    (listed,) = override_key_problems(cfg, "gpu", mcore=(0, 16))
-    assert (listed.level, listed.keys) == ("error", (key,))
-    (newer,) = override_key_problems(cfg, "gpu", mcore=(0, 18))
+    for listed_release in ((0, 16), (0, 18), (0, 19)):
+        (listed,) = override_key_problems(cfg, "gpu", mcore=listed_release)
+        assert (listed.level, listed.keys) == ("error", (key,))
+    (newer,) = override_key_problems(cfg, "gpu", mcore=(0, 20))
     assert (newer.level, newer.keys) == ("warning", (key,))
-    assert "0.16's TransformerConfig" in newer.message and "dry_run=full" in newer.message
+    assert "0.19's TransformerConfig" in newer.message and "dry_run=full" in newer.message
+    # 0.18 removed moe_extended_tp: a key 0.16 knows is refused on 0.18, named with the release.
+    cfg = compose(["model=35b", "device=gpu", "+megatron.override_transformer_config.moe_extended_tp=true"])
+    assert override_key_problems(cfg, "gpu", mcore=(0, 16)) == []
+    (gone,) = override_key_problems(cfg, "gpu", mcore=(0, 18))
+    assert gone.level == "error" and "0.18" in gone.message
     # A MindSpeed key on GPU stays an error whatever the release: stock megatron-core never has it.
     cfg = compose(["model=35b", "device=npu"])
     assert {p.level for p in override_key_problems(cfg, "gpu", mcore=(0, 18))} == {"error"}
+
+
+def _source_reader():
+    spec = importlib.util.spec_from_file_location(
+        "megatron_fields_source", ROOT / "scripts" / "megatron_fields_source.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_source_reader_sees_the_installed_megatron_core_as_the_live_classes_do():
+    """megatron-core 0.18 / 0.19 (Python 3.12 only, importing torch) are read from their wheel's source; the
+    same reader on the installed release's source gives the shipped file generated from the live classes."""
+    reader = _source_reader()
+    root = Path(importlib.util.find_spec("megatron.core").submodule_search_locations[0]).parents[1]
+    major, minor = installed_mcore()
+    shipped = json.loads((UPSTREAM_DIR / f"megatron_core_{major}.{minor}.json").read_text())
+    read = reader.describe(reader.from_tree(root), shipped["megatron_core"])
+    assert {k: read[k] for k in ("fields", "ddp_fields", "optimizer_fields")} == {
+        k: shipped[k] for k in ("fields", "ddp_fields", "optimizer_fields")
+    }
+
+
+def test_the_gpu_presets_megatron_keys_are_fields_of_the_megatron_core_verl_main_uses():
+    """verl main pins megatron-core core_v0.18.0 (0.19 is the newest): its keys are checked there too."""
+    cfg = compose(["model=35b", "device=gpu"])
+    for release in ((0, 18), (0, 19)):
+        assert override_key_problems(cfg, "gpu", set(field_spec(release))) == []

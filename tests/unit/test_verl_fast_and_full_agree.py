@@ -87,3 +87,19 @@ def test_fast_and_full_agree(live, overrides, key):
     fast = sorted({k for p in preflight(cfg, machine_missing="warning") if p.level == "error" for k in p.keys})
     full = sorted({k for p in real_type_problems(cfg) + real_name_problems(cfg) for k in p.keys})
     assert fast == full == ([key] if key else [])
+
+
+def test_the_deprecation_note_follows_the_installed_verls_own_warning():
+    """verl 0.9 warns at start-up that vanilla_mbridge=True (the GPU presets', as verl's GPU scripts) is
+    deprecated; 0.8.0 does not. The verdict's note is there exactly when the installed verl's config warns."""
+    from verl.workers.config.engine import McoreEngineConfig
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        McoreEngineConfig(vanilla_mbridge=True)
+    verl_warns = any(issubclass(w.category, FutureWarning) and "vanilla_mbridge" in str(w.message) for w in seen)
+    notes = [p for p in preflight(compose(["model=35b", "device=gpu"])) if "megatron.vanilla_mbridge" in p.keys]
+    assert [(p.level, "megatron.vanilla_mbridge=false" in p.message) for p in notes] == (
+        [("warning", True)] if verl_warns else []
+    )
+    assert not [p for p in preflight(compose(["model=35b", "device=npu"])) if "megatron.vanilla_mbridge" in p.keys]

@@ -77,10 +77,10 @@ def override_key_problems(
     cfg: DictConfig, device: str, fields: frozenset[str] | None = None, mcore: tuple[int, int] | None = None
 ) -> list[Problem]:
     """Unknown keys are refused by the field list of the megatron-core in use. A release newer than every
-    shipped list (0.18 with only 0.16's shipped) may have fields the list lacks: there an unknown key is a
+    shipped list (0.20 with 0.16, 0.18 and 0.19 shipped) may have fields the list lacks: there an unknown key is a
     warning, and `dry_run=full` judges it against the installed class."""
     key = "megatron.override_transformer_config"
-    fields = transformer_config_fields() if fields is None else fields
+    fields = frozenset(field_spec(mcore)) if fields is None else fields
     version, shown = mcore_in_use() if mcore is None else (mcore, f"{mcore[0]}.{mcore[1]} (installed)")
     newest = shipped_versions()[-1]
     unlisted = version > newest  # no field list of this release ships here

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.data import MATRIX_DIR
 from verl_qwen35.installed import detect_device
@@ -60,12 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     failing = [v for v in verdicts if not v.ok]
     if args.format == "json":
         shown = {"device": device, "ok": not failing, "components": [asdict(v) for v in verdicts]}
+        shown["rules"] = rules_line(device)
         print(json.dumps(shown | {"stacks": [asdict(s) for s in stacks]}, indent=2))
     else:
         print(f"device={device}; matrix {matrix}")
         print(table(verdicts))
         verdict = "ready to launch" if not failing else f"NOT ready: {', '.join(v.name for v in failing)}"
         print(f"verdict: {verdict}")
+        print(rules_line(device))  # the versions a dry run's rules follow, as it prints them
         if stacks:
             print("\nstacks verl pins (shown, not enforced):")
             print(stacks_table(stacks))

@@ -11,6 +11,7 @@ import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,9 @@ ABSENT = "<absent>"
 ACTOR_MEGATRON, REF_MEGATRON = "actor_rollout_ref.actor.megatron.", "actor_rollout_ref.ref.megatron."
 # Ray assigns devices to each worker; a fixed list would override that (tests/seed_fidelity/differences.yaml).
 NOT_CARRIED = {"CUDA_VISIBLE_DEVICES": "Ray assigns devices to each worker; a fixed list would override that"}
+# Written on verl's key, never on the key our conf feeds it from: a script's model path is a path (or hub id),
+# not our model preset's hf_id.
+ON_VERL_KEY = frozenset({"actor_rollout_ref.model.path"})
 _INTERPOLATION = re.compile(r"^\$\{((?:parallel|megatron|model)\.[\w.]+)\}$")
 
 
@@ -51,11 +55,29 @@ class Imported:
     unmapped: list[tuple[str, str]] = field(default_factory=list)  # (override or key, reason)
     files: dict[str, dict[str, Any]] = field(default_factory=dict)  # group -> flat key -> value
     moved: list[str] = field(default_factory=list)  # verl keys written once on our source key
+    removed: list[str] = field(default_factory=list)  # our keys neither the script nor verl has: `~KEY`
+    logger: list[str] | None = None  # the script's trainer.logger, as our logger group
+    script_keys: set[str] = field(default_factory=set)  # keys the script's overrides name
+    script: dict[str, Any] = field(default_factory=dict)  # verl's config with the script's overrides, flattened
+
+    def overrides(self) -> list[str]:
+        """The command's overrides after device and model: the groups, then the keys removed."""
+        groups = [f"{g}={NAME}" for g in ("parallel", "tuning") if g in self.files]
+        if self.logger is not None:
+            groups.append(f"logger=[{','.join(self.logger)}]")
+        return [*groups, *(f"~{key}" for key in self.removed)]
 
     def command(self, out: Path) -> str:
-        groups = " ".join(f"{g}={NAME}" for g in ("parallel", "tuning") if g in self.files)
         where = shlex.quote(str(out))
-        return f"verl-qwen35 --config-dir {where} device={self.device} model={self.model} {groups}".rstrip()
+        rest = " ".join(shlex.quote(o) for o in self.overrides())
+        return f"verl-qwen35 --config-dir {where} device={self.device} model={self.model} {rest}".rstrip()
+
+    def set_by_script(self, shown: str) -> bool:
+        """Whether a mapped key (or `a, b` keys) is one the script's overrides name (or a part of one)."""
+        keys = [k.strip() for k in shown.removeprefix("export ").split(",")]
+        if shown.startswith("export "):
+            return True
+        return any(k == s or k.startswith(f"{s}.") or s.startswith(f"{k}.") for k in keys for s in self.script_keys)
 
 
 # An environment read in a script's override: kept as text, never resolved against the importer's environment
@@ -86,10 +108,39 @@ def _verl_compose(overrides: list[str]) -> DictConfig:
         raise UserError(f"verl refuses the script's overrides: {redact(str(explain(err) or err))}") from None
 
 
+def _outside_verl(lines: list[str]) -> None:
+    """Refuse, up front, a script that takes configs from outside the installed verl: another package on
+    Hydra's search path (Megatron Lite's `hydra.searchpath=[pkg://verl_mlite.config]`) or a config group
+    option verl does not ship (`actor@actor_rollout_ref.actor=mlite_actor`): its engine is not verl's."""
+    parser, groups = OverridesParser.create(), verl_config_dir()
+    for line in lines:
+        if line.startswith(("hydra.searchpath=", "+hydra.searchpath=", "++hydra.searchpath=")):
+            raise UserError(
+                f"the script sets {line}: configs from outside the installed verl (another engine or trainer) are "
+                "not supported; this project runs verl's own Megatron engine (drop the line to import the rest)"
+            )
+        try:
+            override = parser.parse_override(line)
+        except Exception:  # not an override: verl_effective says so
+            continue
+        group = override.key_or_group
+        if override.is_delete() or not (groups / group).is_dir() or not isinstance(override.value(), str):
+            continue
+        option = str(override.value())
+        if not (groups / group / f"{option}.yaml").is_file():
+            at = f"{group}@{override.package}" if override.package else group
+            raise UserError(
+                f"the script selects {at}={option}, which the installed verl does not ship ({groups / group}): an "
+                "engine or config outside verl (e.g. Megatron Lite's mlite_actor) is not supported; this project "
+                "runs verl's own Megatron engine"
+            )
+
+
 def verl_effective(lines: list[str], result: Imported) -> DictConfig:
     """verl's config with the script's overrides; overrides verl cannot take are set aside, with the reason."""
+    _outside_verl(lines)
     parser = OverridesParser.create()
-    base = _verl_compose(["model_engine=megatron"])
+    base = _verl_base()
     kept, added = [], set()
     for line in lines:
         if line.startswith("-"):
@@ -115,6 +166,14 @@ def verl_effective(lines: list[str], result: Imported) -> DictConfig:
     if engine not in (None, "megatron"):
         raise UserError(f"the script runs model_engine={engine}; this project runs verl's Megatron engine only")
     return _verl_compose(["model_engine=megatron", *kept])
+
+
+@cache
+def _verl_base() -> DictConfig:
+    """verl's own config (model_engine=megatron), read-only: which keys the installed verl has."""
+    base = _verl_compose(["model_engine=megatron"])
+    OmegaConf.set_readonly(base, True)
+    return base
 
 
 def _has_key(cfg: DictConfig, key: str) -> bool:
@@ -225,7 +284,9 @@ def _map_keys(script: dict[str, Any], ours_cfg: DictConfig, result: Imported, de
         if key == "trainer.device" and script.get(key) in ("cuda", ABSENT) and result.device == "npu":
             result.fixes[key] = "npu set explicitly (verl's auto_set_device sets the same on an Ascend host)"
             continue
-        source = _source_of(key, raw)
+        source = None if key in ON_VERL_KEY else _source_of(key, raw)
+        if key == "trainer.logger" and _as_logger_group(script.get(key), result):
+            continue
         if not derived and source is None and "${" in str(raw.get(key, "")):
             continue
         by_source.setdefault(source or key, []).append(key)
@@ -245,6 +306,16 @@ def _map_keys(script: dict[str, Any], ours_cfg: DictConfig, result: Imported, de
         _put(result, key if target == keys[0] else ", ".join(keys), target, script.get(key, ABSENT), keys=keys)
 
 
+def _as_logger_group(value: Any, result: Imported) -> bool:
+    """The script's trainer.logger as our logger group (`logger=[console]`), which also sets where each backend
+    writes; False for a backend the group lacks (then trainer.logger is written as it is)."""
+    names = [value] if isinstance(value, str) else value if isinstance(value, list) else None
+    if names is None or not all(isinstance(n, str) and (conf_dir() / "logger" / f"{n}.yaml").is_file() for n in names):
+        return False
+    result.logger = list(names)
+    return True
+
+
 SECRET_ADVICE = "not written: it looks like a secret; export it in the shell before `ray start`"
 # Keys our conf fills on purpose where verl's default stands (tests/seed_fidelity/differences.yaml).
 OURS_ON_PURPOSE = {
@@ -254,11 +325,13 @@ OURS_ON_PURPOSE = {
 
 def _put(result: Imported, shown: str, target: str, value: Any, note: str = "", keys: list[str] | None = None) -> None:
     if value is ABSENT or value == ABSENT:
-        for key in keys or [shown]:
-            result.fixes[key] = (
-                OURS_ON_PURPOSE.get(key)
-                or "kept from the preset: the script has no such key (a preset file cannot delete one)"
-            )
+        # Ours only: removed on the command line (`~KEY`), at the key our conf feeds it from, as the script has it;
+        # our typed nodes (parallel.*, model.*) cannot lose a key.
+        for key in [target] if target.startswith("megatron.") else keys or [shown]:
+            if key in OURS_ON_PURPOSE or key.startswith(("parallel.", "model.")):
+                result.fixes[key] = OURS_ON_PURPOSE.get(key, "kept from the preset: our typed node needs it")
+            elif key not in result.removed:
+                result.removed.append(key)
         return
     if why := _secret(target, value):
         result.unmapped.append((shown, f"not written: {why}; export it in the shell before `ray start` instead"))
@@ -333,7 +406,8 @@ def import_preset(recorded: Recorded, device: str | None, out: Path, other: Reco
     script = flatten(script_cfg)
     chosen, how = chosen_device(device, script, recorded.env)
     result = Imported(model=closest_model(script["actor_rollout_ref.model.path"]), device=chosen, how=how)
-    result.unmapped = probe.unmapped
+    result.unmapped, result.script = probe.unmapped, script
+    result.script_keys = script_keys(recorded.overrides)
     ours_cfg = compose([f"model={result.model}", f"device={result.device}"])
     _map_keys(script, ours_cfg, result, derived=False)
     _map_env(recorded, ours_cfg, result, other)
@@ -345,10 +419,20 @@ def import_preset(recorded: Recorded, device: str | None, out: Path, other: Reco
     return result
 
 
+def script_keys(lines: list[str]) -> set[str]:
+    """The keys the script's overrides name (`+`/`++` stripped)."""
+    parser, keys = OverridesParser.create(), set()
+    for line in lines:
+        try:
+            keys.add(parser.parse_override(line).key_or_group)
+        except Exception:  # not an override (verl_effective sets it aside)
+            continue
+    return keys
+
+
 def composed(result: Imported, out: Path) -> tuple[DictConfig, dict[str, Any]]:
     """The imported preset composed as its command composes it, flattened with its environment (ENV.*)."""
-    groups = [f"{g}={NAME}" for g in ("parallel", "tuning") if g in result.files]
-    cfg = compose([f"device={result.device}", f"model={result.model}", *groups], [out])
+    cfg = compose([f"device={result.device}", f"model={result.model}", *result.overrides()], [out])
     flat = flatten(cfg)
     flat.update({f"ENV.{k}": v for k, v in effective_env(cfg, environ={}).items() if v != ""})
     return cfg, flat
@@ -363,7 +447,9 @@ def residual(result: Imported, recorded: Recorded, out: Path) -> dict[str, tuple
     """Keys where the composed preset still differs from the script, other than the reported fixes."""
     script = {
         k: _as_launched(v)
-        for k, v in flatten(verl_effective(recorded.overrides, Imported(model="", device=""))).items()
+        for k, v in (
+            result.script or flatten(verl_effective(recorded.overrides, Imported(model="", device="")))
+        ).items()
     }
     script.update({f"ENV.{k}": v for k, v in recorded.env.items()})
     _, ours = composed(result, out)
@@ -373,10 +459,19 @@ def residual(result: Imported, recorded: Recorded, out: Path) -> dict[str, tuple
 
 def report(result: Imported, out: Path, leftover: dict[str, tuple], notes: Iterable[str]) -> str:
     lines = [f"imported as model={result.model} device={result.device} (device from {result.how}) into {out}"]
-    lines += ["mapped:"] + [f"  {key} -> {where} = {redact(repr(value))}" for key, where, value in result.mapped]
-    if not result.mapped:
-        lines.append("  nothing: the script equals the preset")
-    lines += ["fixed on the way:"] + [f"  {key}: {why}" for key, why in sorted(result.fixes.items())]
+    given = [m for m in result.mapped if result.set_by_script(m[0])]
+    lines += ["set by the script:"] + [f"  {key} -> {where} = {redact(repr(value))}" for key, where, value in given]
+    if not given:
+        lines.append("  nothing our preset does not already have")
+    if result.logger is not None:
+        group = ",".join(result.logger)
+        lines.append(f"  trainer.logger -> logger=[{group}] (our logger group: it sets where each backend writes)")
+    lines += ["verl's default (the script leaves it; our preset has another value):"]
+    defaults = [m for m in result.mapped if m not in given]
+    lines += [f"  {key} -> {where} = {redact(repr(value))}" for key, where, value in defaults]
+    if result.removed:
+        lines += ["ours only, removed (neither the script nor verl has it):"] + [f"  ~{k}" for k in result.removed]
+    lines += ["changed by us:"] + [f"  {key}: {why}" for key, why in sorted(result.fixes.items())]
     lines += [f"  {line}" for line in result.moved]
     if result.unmapped:
         lines += ["not mapped:"] + [f"  {shown_line(what)}: {why}" for what, why in result.unmapped]

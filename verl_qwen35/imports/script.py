@@ -6,11 +6,15 @@ exported environment, and exits 0; stand-ins for the other commands such scripts
 script runs under `bash` with a clean environment in a temporary directory, with a time limit.
 
 What it guards against, and what it cannot: PATH holds only the stand-ins and a fixed list of basic
-utilities (no curl, wget, git, pip, ssh), and where user namespaces are allowed (`unshare -rn`) the script
-runs with no network interface but loopback. A script can still name a program by its absolute path
-(/usr/bin/curl) and write files wherever the user may write: read a script you do not trust first.
+utilities (no curl, wget, git, pip, ssh); the utilities that write (rm, mkdir, tee, cp, mv...) act only
+inside the temporary directory (a path outside it is skipped and named in the report), so a script's
+`mkdir -p /root/.cache/logs` or `| tee /root/run.log` touches nothing; where user namespaces are allowed
+(`unshare -rn`) the script runs with no network interface but loopback. A script can still name a program
+by its absolute path (/usr/bin/curl) and redirect (`> /path`) wherever the user may write: read a script
+you do not trust first.
 """
 
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -27,6 +31,8 @@ ENTRYPOINT = "verl.trainer.main_ppo"
 TIME_LIMIT_S = 30
 # Commands verl's launch scripts call around the trainer; their stand-ins do nothing and exit 0.
 NO_OPS = ("hf", "huggingface-cli", "nvidia-smi", "npu-smi", "ray", "wandb", "modelscope", "pip", "pip3", "uv")
+# Utilities that write: their stand-ins drop every path outside the temporary directory (see CONFINED_SH).
+CONFINED = ("chmod", "cp", "ln", "mkdir", "mv", "rm", "rmdir", "tee", "touch")
 # Utilities a launch script may use to build its overrides (names looked up in /usr/bin and /bin).
 BASICS = [
     "awk",
@@ -45,24 +51,24 @@ BASICS = [
     "hostname",
     "id",
     "ls",
-    "mkdir",
     "mktemp",
     "nproc",
     "printf",
+    "pwd",
     "readlink",
     "realpath",
     "sed",
     "seq",
     "sleep",
     "sort",
+    "stat",
     "tail",
-    "tee",
     "test",
-    "touch",
     "tr",
     "true",
     "uname",
     "wc",
+    "which",
     "whoami",
     "xargs",
 ]
@@ -73,16 +79,62 @@ PROXIES = ("http_proxy", "https_proxy")  # as recorded (the seed files show thes
 BASH_OWN = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "BASH_ENV"})
 
 STANDIN_PYTHON = """#!/bin/sh
-# Stand-in python3 (verl-qwen35 import): records a main_ppo call, refuses anything else.
-if [ "$1" = "-m" ] && [ "$2" = "verl.trainer.main_ppo" ]; then
-    shift 2
+# Stand-in python3 (verl-qwen35 import): records a main_ppo call (after any interpreter options such as
+# `-X faulthandler`), names another `-m verl...` entrypoint, refuses anything else.
+all="$*"
+module=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -m) module="$2"; shift 2; break ;;
+        -X|-W) shift 2 ;;
+        -*) shift ;;
+        *) break ;;
+    esac
+done
+if [ "$module" = "verl.trainer.main_ppo" ]; then
     : > "$IMPORT_RECORD/args"
     for arg in "$@"; do printf '%s\\0' "$arg" >> "$IMPORT_RECORD/args"; done
     env -0 > "$IMPORT_RECORD/env"
     exit 0
 fi
-printf '%s\\0' "python3 $*" >> "$IMPORT_RECORD/other_python"
+case "$module" in verl.*) printf '%s\\0' "$module" >> "$IMPORT_RECORD/entrypoint" ;; esac
+printf '%s\\0' "python3 $all" >> "$IMPORT_RECORD/other_python"
 exit 1
+"""
+# torchrun (verl's SFT scripts): the module it would start is named; nothing runs.
+STANDIN_TORCHRUN = """#!/bin/sh
+while [ $# -gt 0 ]; do
+    if [ "$1" = "-m" ] || [ "$1" = "--module" ]; then
+        printf '%s\\0' "$2" >> "$IMPORT_RECORD/entrypoint"
+        exit 1
+    fi
+    shift
+done
+printf '%s\\0' "torchrun" >> "$IMPORT_RECORD/entrypoint"
+exit 1
+"""
+# A writing utility confined to the temporary directory: @REAL@, @REALPATH@ and @ROOT@ are filled in.
+CONFINED_SH = """#!@BASH@
+# Stand-in @NAME@ (verl-qwen35 import): the real one, given only the paths inside @ROOT@.
+kept=()
+dropped=0
+for arg in "$@"; do
+    if [[ $arg != -* ]]; then
+        path=$(@REALPATH@ -m -- "$arg")
+        if [[ $path != @ROOT@ && $path != @ROOT@/* ]]; then
+            printf '%s\\0' "@NAME@ $arg" >> "$IMPORT_RECORD/outside"
+            dropped=1
+            continue
+        fi
+    fi
+    kept+=("$arg")
+done
+case "@NAME@" in
+    cp|mv|ln) [[ $dropped = 1 ]] && exit 0 ;;  # a copy or move from or to outside: skipped whole
+    tee) exec @REAL@ "${kept[@]}" ;;  # with no file left, tee copies its input to its output
+esac
+for arg in "${kept[@]}"; do [[ $arg != -* ]] && exec @REAL@ "${kept[@]}"; done
+exit 0
 """
 NO_OP = "#!/bin/sh\nexit 0\n"
 # Bash calls this function for a command not on PATH: named in the report instead of a bare 127.
@@ -119,13 +171,27 @@ def read_overrides(path: Path) -> Recorded:
     return Recorded(overrides, env, unset_proxies=unset or not marker)
 
 
-def _write_standins(bin_dir: Path) -> None:
+def _system(name: str) -> Path | None:
+    return next((Path(d, name) for d in ("/usr/bin", "/bin") if Path(d, name).is_file()), None)
+
+
+def _write_standins(bin_dir: Path, root: Path, bash: str) -> None:
     bin_dir.mkdir()
-    for name, text in [("python3", STANDIN_PYTHON), ("python", STANDIN_PYTHON), *((n, NO_OP) for n in NO_OPS)]:
+    scripts = [("python3", STANDIN_PYTHON), ("python", STANDIN_PYTHON), ("torchrun", STANDIN_TORCHRUN)]
+    realpath = _system("realpath")
+    for name in CONFINED if realpath else ():
+        real = _system(name)
+        if real is not None:
+            filled = {"@BASH@": bash, "@NAME@": name, "@REAL@": str(real), "@REALPATH@": str(realpath)}
+            text = CONFINED_SH.replace("@ROOT@", shlex.quote(str(root.resolve())))
+            for mark, value in filled.items():
+                text = text.replace(mark, value)
+            scripts.append((name, text))
+    for name, text in [*scripts, *((n, NO_OP) for n in NO_OPS)]:
         write_file(bin_dir / name, text)
         (bin_dir / name).chmod(0o755)
     for name in BASICS:
-        found = next((Path(d, name) for d in ("/usr/bin", "/bin") if Path(d, name).is_file()), None)
+        found = _system(name)
         if found and not (bin_dir / name).exists():
             (bin_dir / name).symlink_to(found)
 
@@ -157,7 +223,7 @@ def run_script(
         record, home, work, bin_dir = root / "record", root / "home", root / "work", root / "bin"
         for d in (record, home, work):
             d.mkdir()
-        _write_standins(bin_dir)
+        _write_standins(bin_dir, root, bash)
         write_file(root / "hook.sh", MISSING_HOOK)
         given = {
             "PATH": str(bin_dir),
@@ -184,6 +250,11 @@ def run_script(
         if not (record / "args").exists():
             if fail_quietly:
                 return None
+            if entry := _split(record / "entrypoint"):
+                raise UserError(
+                    f"{script}: it starts {entry[0]}, not {ENTRYPOINT}: this project composes, checks and imports "
+                    f"main_ppo launches only (another entrypoint reads another config); run that script with verl"
+                )
             did = f"it exited with {done.returncode}"
             if missing:
                 did += f" after calling {', '.join(sorted(set(missing)))}, which the importer does not provide"
@@ -203,6 +274,10 @@ def run_script(
             if env.get(name) == DUMMY_PROXY:
                 exported.pop(name, None)
         notes = [f"the script called {m}, which is not available while importing" for m in sorted(set(missing))]
+        notes += [
+            f"`{o}` skipped: outside the import's temporary directory (nothing outside it is touched)"
+            for o in dict.fromkeys(_split(record / "outside"))
+        ]
         notes += [f"the script ran `{o}`; the stand-in answered with exit 1" for o in others]
         unset = not any(env.get(p) == DUMMY_PROXY for p in PROXIES)
         home_read = "${oc.env:HOME}"  # the temporary HOME, read back as the launching user's

@@ -184,7 +184,9 @@ def known_stacks(path: Path) -> list[Stack]:
 
 def installed_version(name: str) -> str:
     """What is installed of a stack's component: a pip distribution's version, or CANN's."""
-    found = cann_version()[0] if name == "cann" else dist_version(name)
+    if name == "python":
+        return platform.python_version()
+    found = cann_version()[0] if name == "cann" else torch_cuda() if name == "cuda" else dist_version(name)
     return found or "-"
 
 
