@@ -8,40 +8,9 @@ from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.checks.tracking import backends
 from verl_qwen35.config.tracking import MODE, PLACE
 from verl_qwen35.model.layout import Layout
-from verl_qwen35.model.memory import InputError, MemoryEstimate, estimate_layout, read_inputs
+from verl_qwen35.model.memory import InputError, MemoryEstimate
 from verl_qwen35.model.run import Run
-from verl_qwen35.model.step_time import Rates, Recipe, StepTime, step_time
-from verl_qwen35.planner.whole_run import whole_run_lines
-
-
-def predicted_step(cfg: DictConfig, estimate: MemoryEstimate | None = None) -> StepTime:
-    """The step time of this config's own layout, as the plan predicts it; `InputError` names an unusable key.
-    `estimate`: the config's memory estimate, when the caller has it (a `Run`'s)."""
-    m, s = read_inputs(cfg)
-    rates = Rates.of(cfg.hardware)
-    lo = Layout.of(cfg)
-    if undivided := undivided_groups(lo):
-        raise undivided
-    return step_time(m, lo, s, estimate or estimate_layout(m, lo, s), rates, recipe=Recipe.of(cfg))
-
-
-def undivided_groups(lo: Layout) -> InputError | None:
-    """Why the step-time model has no data-parallel group to time (it divides by their sizes), naming the keys;
-    None when the layout splits its world."""
-    if lo.world < 1:
-        return InputError(
-            "parallel.nnodes",
-            f"parallel.nnodes x parallel.devices_per_node = {lo.nnodes} x {lo.devices_per_node}: no device to time",
-        )
-    if lo.dp < 1:
-        grid = lo.tp * lo.pp * lo.cp
-        return InputError("parallel.tp", f"world {lo.world} is smaller than tp*pp*cp = {grid} (parallel.tp, .pp, .cp)")
-    if lo.expert_dp < 1:
-        return InputError(
-            "parallel.ep",
-            f"world {lo.world} is smaller than etp*ep*pp = {lo.etp * lo.ep * lo.pp} (parallel.etp, .ep, .pp)",
-        )
-    return None
+from verl_qwen35.planner.whole_run import predicted_step, whole_run_lines
 
 
 def step_lines(cfg: DictConfig, steps: int | None = None, estimate: MemoryEstimate | None = None) -> list[str]:

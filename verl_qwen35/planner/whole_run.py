@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 from verl_qwen35.checks.schedule import train_rows, training_steps, uses_v1_trainer
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, MemoryEstimate, estimate_layout, read_inputs
-from verl_qwen35.model.step_time import Rates, Recipe, step_time
+from verl_qwen35.model.step_time import Rates, Recipe, StepTime, step_time
 
 GIB = 1 << 30
 BF16 = 2
@@ -56,13 +56,41 @@ class Band:
         return Band(self.point * factor + plus, self.low * factor + plus, self.high * factor + plus, self.banded)
 
 
+def predicted_step(cfg: DictConfig, estimate: MemoryEstimate | None = None) -> StepTime:
+    """The step time of this config's own layout, as the plan predicts it; `InputError` names an unusable key.
+    `estimate`: the config's memory estimate, when the caller has it (a `Run`'s)."""
+    m, s = read_inputs(cfg)
+    rates = Rates.of(cfg.hardware)
+    lo = Layout.of(cfg)
+    if undivided := undivided_groups(lo):
+        raise undivided
+    return step_time(m, lo, s, estimate or estimate_layout(m, lo, s), rates, recipe=Recipe.of(cfg))
+
+
+def undivided_groups(lo: Layout) -> InputError | None:
+    """Why the step-time model has no data-parallel group to time (it divides by their sizes), naming the keys;
+    None when the layout splits its world."""
+    if lo.world < 1:
+        return InputError(
+            "parallel.nnodes",
+            f"parallel.nnodes x parallel.devices_per_node = {lo.nnodes} x {lo.devices_per_node}: no device to time",
+        )
+    if lo.dp < 1:
+        grid = lo.tp * lo.pp * lo.cp
+        return InputError("parallel.tp", f"world {lo.world} is smaller than tp*pp*cp = {grid} (parallel.tp, .pp, .cp)")
+    if lo.expert_dp < 1:
+        return InputError(
+            "parallel.ep",
+            f"world {lo.world} is smaller than etp*ep*pp = {lo.etp * lo.ep * lo.pp} (parallel.etp, .ep, .pp)",
+        )
+    return None
+
+
 def seconds_per_step(cfg: DictConfig, estimate: MemoryEstimate | None = None) -> Band | None:
     """The step time of the config's own layout (`verl_qwen35/model/step_time.py`), None when its inputs are
     unusable; the one place a band replaces the point."""
     try:
-        m, s = read_inputs(cfg)
-        lo = Layout.of(cfg)
-        t = step_time(m, lo, s, estimate or estimate_layout(m, lo, s), Rates.of(cfg.hardware), recipe=Recipe.of(cfg))
+        t = predicted_step(cfg, estimate)
     except InputError:
         return None
     return Band(t.seconds, t.seconds, t.seconds, banded=False)
@@ -157,7 +185,10 @@ def checkpoint(cfg: DictConfig, steps: int | None) -> Checkpoint:
     if "optimizer" in contents:
         parts["optimizer"] = params * ADAM_FP32 / GIB
     rate = write_rate(cfg)
-    nodes = Layout.of(cfg).nnodes
+    lo = Layout.of(cfg)
+    if undivided := undivided_groups(lo):
+        raise undivided
+    nodes = lo.nnodes
     seconds = sum(parts.values()) * GIB / 1e9 / (rate * nodes)
     freq, keep = cfg.trainer.get("save_freq"), cfg.trainer.get("max_actor_ckpt_to_keep")
     saves = kept = disk = None

@@ -28,7 +28,7 @@ from omegaconf import DictConfig
 from verl_qwen35.checks.memory import applies, estimable, estimate_of, input_problems
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError
-from verl_qwen35.planner.summary import predicted_step
+from verl_qwen35.planner.whole_run import predicted_step
 from verl_qwen35.review.quantities import Measured
 
 FAR = (2 / 3, 3 / 2)
