@@ -89,12 +89,17 @@ def time_predictions(cfg: DictConfig, measured: dict[str, Measured]) -> tuple[li
         return [], [f"step time not predicted: {err}"]
     short = _short_responses(cfg, measured)
     step, gen = measured["step_time"], measured["rollout_time"]
-    rollout = t.parts["rollout_prefill"] + t.parts["rollout_decode"]
+    band = t.calibration.band["gen"]
     rows = []
-    for name, predicted, m in (("step time", t.seconds, step), ("rollout time", rollout, gen)):
-        below = m.median is not None and m.median < predicted
-        rows.append(Prediction(name, "s", predicted, m.median, _median(m), m.key, short if below else ""))
-    return rows, []
+    for name, predicted, low, high, m in (
+        ("step time", t.total, t.low, t.high, step),
+        ("rollout time", t.phases["gen"], t.phases["gen"] * band[0], t.phases["gen"] * band[1], gen),
+    ):
+        below = m.median is not None and m.median < low
+        note = f"band {low:.0f}-{high:.0f} s"
+        note += f"; {short}" if below and short else ""
+        rows.append(Prediction(name, "s", predicted, m.median, _median(m), m.key, note))
+    return rows, [f"predicted with {t.calibration.describe()}"]
 
 
 def memory_predictions(cfg: DictConfig, measured: dict[str, Measured]) -> list[Prediction]:
