@@ -32,6 +32,7 @@ from verl_qwen35.model.step_time import (
     Calibration,
     Rates,
     Terms,
+    phase_seconds,
     step_time,
     training_terms,
 )
@@ -58,8 +59,7 @@ class Row:
     def predict(self, eff: Mapping[str, float], phase: str) -> float:
         if phase == "step":
             return sum(self.predict(eff, p) for p in self.terms)
-        a, b = self.terms[phase]
-        return a / eff[CONSTANT[phase]] + b
+        return phase_seconds(phase, self.terms[phase], eff)
 
 
 def _own(row: Row, phase: str, eff: Mapping[str, float]) -> float | None:

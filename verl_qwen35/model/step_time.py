@@ -101,6 +101,12 @@ CONSTANT = {
 CONSTANTS = ("gen", "log_prob", "update", "update_weights")
 
 
+def phase_seconds(phase: str, terms: tuple[float, float], efficiency: Mapping[str, float]) -> float:
+    """A phase's seconds `a / efficiency + b` under these efficiencies (the one place the formula lives)."""
+    a, b = terms
+    return a / efficiency[CONSTANT[phase]] + b
+
+
 def _flag(node: Any, *path: str) -> bool:
     for name in path:
         node = node.get(name) if isinstance(node, Mapping) else None
@@ -170,7 +176,7 @@ class StepTime:
     @functools.cached_property
     def phases(self) -> dict[str, float]:
         eff = self.calibration.efficiency
-        return {p: a / eff[CONSTANT[p]] + b for p, (a, b) in self.terms.items()}
+        return {p: phase_seconds(p, ab, eff) for p, ab in self.terms.items()}
 
     @property
     def total(self) -> float:

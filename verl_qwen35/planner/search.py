@@ -46,7 +46,6 @@ from verl_qwen35.model.memory import MemoryEstimate, ModelFacts, Settings, estim
 from verl_qwen35.model.pipeline import Split
 from verl_qwen35.model.run import Run
 from verl_qwen35.model.step_time import (
-    CONSTANT,
     Calibration,
     Rates,
     Recipe,
@@ -54,6 +53,7 @@ from verl_qwen35.model.step_time import (
     Terms,
     combine,
     offload_seconds,
+    phase_seconds,
     rollout_terms,
     stage_imbalance,
     training_terms,
@@ -306,8 +306,7 @@ class Model:
 
     def seconds(self, terms: dict[str, Terms]) -> float:
         """Seconds of these phases under the calibration (a bound for the search's order)."""
-        eff = self.calibration.efficiency
-        return sum(a / eff[CONSTANT[p]] + b for p, (a, b) in terms.items())
+        return sum(phase_seconds(p, ab, self.calibration.efficiency) for p, ab in terms.items())
 
 
 @dataclass
