@@ -288,8 +288,9 @@ def _print_table(
     if shown:
         print(table(shown, own_split))
     print(
-        "tiers: tier 1 ('equal') holds the layouts whose predicted step lies within the band of the fastest: the "
-        "model cannot tell them apart, so they are ordered by memory headroom (under --min-headroom never first), "
+        f"tiers: tier 1 ('equal') holds the {found.tier_size} layouts whose predicted step lies within the band of "
+        "the fastest: the model cannot tell them apart, so they are ordered by memory headroom (under --min-headroom "
+        "never first), "
         "fewer groups crossing nodes, the config's own layout; tier 2 follows by predicted seconds "
         "(verl_qwen35/model/step_time.py; each training layout with its fastest fitting rollout layout)"
     )

@@ -59,7 +59,7 @@ class Row:
     def predict(self, eff: Mapping[str, float], phase: str) -> float:
         if phase == "step":
             return sum(self.predict(eff, p) for p in self.terms)
-        return phase_seconds(phase, self.terms[phase], eff)
+        return phase_seconds({phase: self.terms[phase]}, eff)[phase]
 
 
 def _own(row: Row, phase: str, eff: Mapping[str, float]) -> float | None:

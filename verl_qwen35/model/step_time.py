@@ -101,10 +101,9 @@ CONSTANT = {
 CONSTANTS = ("gen", "log_prob", "update", "update_weights")
 
 
-def phase_seconds(phase: str, terms: tuple[float, float], efficiency: Mapping[str, float]) -> float:
-    """A phase's seconds `a / efficiency + b` under these efficiencies (the one place the formula lives)."""
-    a, b = terms
-    return a / efficiency[CONSTANT[phase]] + b
+def phase_seconds(terms: Mapping[str, tuple[float, float]], efficiency: Mapping[str, float]) -> dict[str, float]:
+    """Each phase's seconds `a / efficiency + b` under these efficiencies (the one place the formula lives)."""
+    return {p: a / efficiency[CONSTANT[p]] + b for p, (a, b) in terms.items()}
 
 
 def _flag(node: Any, *path: str) -> bool:
@@ -176,7 +175,7 @@ class StepTime:
     @functools.cached_property
     def phases(self) -> dict[str, float]:
         eff = self.calibration.efficiency
-        return {p: phase_seconds(p, ab, eff) for p, ab in self.terms.items()}
+        return phase_seconds(self.terms, eff)
 
     @property
     def total(self) -> float:
@@ -327,18 +326,10 @@ def _latency(size: int, stride: int, lo: Layout, rates: Rates) -> float:
     return LATENCY_INTER_S if _spans(size, stride, _domain(lo, rates)) else LATENCY_INTRA_S
 
 
-def training_communication(
-    m: ModelFacts,
-    lo: Layout,
-    s: Settings,
-    rates: Rates,
-    recipe: Recipe,
-    passes_forward: int,
-    passes_update: int,
-    optimizer: bool = True,
-) -> dict[str, float]:
-    """Seconds per kind of the update's and log-prob passes' collectives, per device and step (`optimizer`:
-    with the distributed optimizer's gradient reduce-scatter and parameter all-gather).
+def communication_units(m: ModelFacts, lo: Layout, s: Settings, rates: Rates, recipe: Recipe) -> dict[str, float]:
+    """Seconds per device of one pass's collectives by kind (`tp`, `ep`, `etp`, `pp`; `cp`: one pass of the K/V
+    ring, which the backward runs again), and of one step's distributed-optimizer collectives (`dp`). Every
+    pass's collectives scale with the passes (`training_communication`), so a layout computes them once.
 
     Groups by megatron-core's rank order (tp-cp-ep-dp-pp; experts etp-ep-edp-pp), each keyed by its
     kind, never by (size, stride), so EP and DP x CP of the same shape stay two entries."""
@@ -347,29 +338,27 @@ def training_communication(
     tokens_dp = s.step_sequences * s.sequence_length / dp  # tokens one DP rank handles per pass
     tokens_rank = tokens_dp / lo.cp
     layers = m.num_layers / lo.pp
-    passes = passes_forward + passes_update * recipe.ppo_epochs  # forward-equivalents that communicate
     h = m.hidden
     out = {}
     # TP: with SP 2 all-gather + 2 reduce-scatter of s*b*h per layer and pass (Korthikanti et al.
     # 2022); without SP the 2 all-reduces move the same bytes.
-    tp_bytes = passes * layers * 4 * tokens_rank * h * BF16 * (lo.tp - 1) / lo.tp
+    tp_bytes = layers * 4 * tokens_rank * h * BF16 * (lo.tp - 1) / lo.tp
     out["tp"] = ring_seconds(tp_bytes, lo.tp, 1, lo, rates)
     # CP: K and V of each attention layer all-gathered around the ring (backward: their gradients too).
     kv = max(1, m.kv_heads // lo.tp) * m.head_dim
-    cp_bytes = (passes + passes_update) * (m.attention_layers / lo.pp) * tokens_dp * 2 * kv * BF16
+    cp_bytes = (m.attention_layers / lo.pp) * tokens_dp * 2 * kv * BF16
     out["cp"] = ring_seconds(cp_bytes * (lo.cp - 1) / lo.cp, lo.cp, lo.tp, lo, rates)
     # EP: dispatch + combine all-to-all of every routed copy of a token (top-k), per MoE layer and pass.
     routed = m.topk * tokens_rank / (lo.tp if sp else 1) * h * BF16
-    out["ep"] = all_to_all_seconds(passes * layers * 2 * routed * (lo.ep - 1) / lo.ep, lo.ep, lo.etp, lo, rates)
+    out["ep"] = all_to_all_seconds(layers * 2 * routed * (lo.ep - 1) / lo.ep, lo.ep, lo.etp, lo, rates)
     # ETP: the expert MLPs' own all-gather / reduce-scatter of their routed tokens.
-    etp_bytes = passes * layers * 2 * routed * (lo.etp - 1)
-    out["etp"] = ring_seconds(etp_bytes, lo.etp, 1, lo, rates)
+    out["etp"] = ring_seconds(layers * 2 * routed * (lo.etp - 1), lo.etp, 1, lo, rates)
     # PP: one activation (forward) and one gradient (backward) per micro-batch and virtual stage boundary.
     micro_tokens = (s.max_token_len or s.micro_batch * s.sequence_length) / lo.cp
     micro_batches = max(1.0, tokens_rank / micro_tokens)
-    pp_bytes = passes * micro_batches * (lo.vpp or 1) * micro_tokens * h * BF16 / (lo.tp if sp else 1)
+    pp_bytes = micro_batches * (lo.vpp or 1) * micro_tokens * h * BF16 / (lo.tp if sp else 1)
     pp_time = ring_seconds(pp_bytes if lo.pp > 1 else 0, lo.pp, lo.world // lo.pp, lo, rates)
-    out["pp"] = pp_time + (passes * micro_batches * (lo.vpp or 1) * _latency(lo.pp, lo.world // lo.pp, lo, rates))
+    out["pp"] = pp_time + micro_batches * (lo.vpp or 1) * _latency(lo.pp, lo.world // lo.pp, lo, rates)
     # DP (distributed optimizer), per optimizer step: reduce-scatter of fp32 grads + all-gather of bf16
     # params, dense over DP x CP (stride TP), experts over expert-DP (stride ETP x EP).
     steps = recipe.ppo_epochs * max(1, s.step_sequences // max(1, s.mini_batch_sequences))
@@ -381,8 +370,36 @@ def training_communication(
         steps * dense * grad_bytes * (dense_group - 1) / dense_group, dense_group, lo.tp, lo, rates
     )
     expert_time = ring_seconds(steps * experts * grad_bytes * (edp - 1) / edp, edp, lo.etp * lo.ep, lo, rates)
-    out["dp"] = dense_time + expert_time if optimizer else 0.0
+    out["dp"] = dense_time + expert_time
     return out
+
+
+def scaled_communication(
+    units: Mapping[str, float], recipe: Recipe, passes_forward: int, passes_update: int, optimizer: bool = True
+) -> dict[str, float]:
+    """`communication_units` for these passes: `passes_forward` forwards, `passes_update` forward-equivalents of
+    the update per epoch (`optimizer`: with the distributed optimizer's collectives)."""
+    passes = passes_forward + passes_update * recipe.ppo_epochs  # forward-equivalents that communicate
+    out = {k: passes * v for k, v in units.items()}
+    out["cp"] = (passes + passes_update) * units["cp"]
+    out["dp"] = units["dp"] if optimizer else 0.0
+    return out
+
+
+def training_communication(
+    m: ModelFacts,
+    lo: Layout,
+    s: Settings,
+    rates: Rates,
+    recipe: Recipe,
+    passes_forward: int,
+    passes_update: int,
+    optimizer: bool = True,
+) -> dict[str, float]:
+    """Seconds per kind of the update's and log-prob passes' collectives, per device and step (`optimizer`:
+    with the distributed optimizer's gradient reduce-scatter and parameter all-gather)."""
+    units = communication_units(m, lo, s, rates, recipe)
+    return scaled_communication(units, recipe, passes_forward, passes_update, optimizer)
 
 
 # -- the phases --------------------------------------------------------------------------------
@@ -481,8 +498,9 @@ def training_terms(
     update *= 1 + (lo.pp - 1) / (vpp * micro)
     log_prob *= 1 + (lo.pp - 1) / (vpp * lp_micro)
     gdn = gdn_state_seconds(m, lo, tokens / lo.dp / lo.cp, rates)
-    forward_comm = training_communication(m, lo, s, rates, recipe, 1, 0, optimizer=False)
-    update_comm = training_communication(m, lo, s, rates, recipe, 0, 2 + recompute)
+    units = communication_units(m, lo, s, rates, recipe)
+    forward_comm = scaled_communication(units, recipe, 1, 0, optimizer=False)
+    update_comm = scaled_communication(units, recipe, 0, 2 + recompute)
     if recipe.overlap_ep:  # hidden behind the other micro-batches' compute but for the first
         update_comm["ep"] /= micro
     if recipe.overlap_grad_reduce:  # hidden behind the backward but for the last bucket (~ one stage's layer)

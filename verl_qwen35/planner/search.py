@@ -28,7 +28,10 @@ The config is composed once (by the caller); layouts are varied in-process, neve
 
 import copy
 import dataclasses
+import functools
+import heapq
 import math
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -290,23 +293,34 @@ class Model:
             return self.settings
         return dataclasses.replace(self.settings, first_last=(split.first, split.last))
 
+    @functools.cached_property
+    def timed(self) -> Settings:
+        """The settings the time model runs on (the stage split aside, which the time model takes apart)."""
+        return self.recipe.timed(self.settings)
+
     def candidate(
-        self, lo: Layout, split: Split, warnings: tuple[str, ...], train: Any, actionable: bool = False
+        self,
+        lo: Layout,
+        split: Split,
+        warnings: tuple[str, ...],
+        train: Any,
+        actionable: bool = False,
+        gen: Terms | None = None,
     ) -> Candidate:
+        """`gen`: the rollout layout's terms when already computed (they depend on the rollout layout only)."""
         s = self.settings_for(split)
         e = estimate_layout(self.facts, lo, s)
         timed = self.recipe.timed(s)
-        rollout = rollout_terms(self.facts, lo, timed, e, self.rates)
+        rollout = gen if gen is not None else rollout_terms(self.facts, lo, timed, e, self.rates)
         time = combine(rollout, train, offload_seconds(e, s), timed, lo, self.calibration, self.recipe)
         return Candidate(lo, split, e, warnings, time, actionable)
 
     def training(self, lo: Layout, split: Split) -> tuple[dict[str, Terms], dict[str, float]]:
-        s = self.recipe.timed(self.settings_for(split))
-        return training_terms(self.facts, lo, s, self.rates, self.recipe, split)
+        return training_terms(self.facts, lo, self.timed, self.rates, self.recipe, split)
 
     def seconds(self, terms: dict[str, Terms]) -> float:
         """Seconds of these phases under the calibration (a bound for the search's order)."""
-        return sum(phase_seconds(p, ab, self.calibration.efficiency) for p, ab in terms.items())
+        return sum(phase_seconds(terms, self.calibration.efficiency).values())
 
 
 @dataclass
@@ -319,6 +333,7 @@ class Search:
     rollout_judged: int
     rollout_accepted: int
     closest: list[Candidate]  # when nothing fits: the smallest peaks, to say how far off
+    tier_size: int = 0  # parallel shapes in tier 1 (listed or not): how many the model cannot tell apart
 
 
 # Rollout layouts tried per training layout (fastest first) before it counts as not fitting.
@@ -347,10 +362,10 @@ def search(
     rollouts = []
     for lo, w in accepted:  # vLLM's weights, KV bytes and cache size do not depend on the training layout
         e = estimate_layout(model.facts, lo, model.settings)
-        gen = rollout_terms(model.facts, lo, model.recipe.timed(model.settings), e, model.rates)
-        rollouts.append((bool(w), model.seconds({"gen": gen}), lo))
+        gen = rollout_terms(model.facts, lo, model.timed, e, model.rates)
+        rollouts.append((bool(w), model.seconds({"gen": gen}), lo, gen))
     rollouts.sort(key=lambda item: item[:2])  # without warnings first, then fastest
-    fastest = min((seconds for _, seconds, _ in rollouts), default=0.0)
+    fastest = min((seconds for _, seconds, _, _ in rollouts), default=0.0)
     # (a warning asks for a change, a lower bound of the step's seconds): no pairing ranks before its bound.
     ordered = sorted(
         (
@@ -360,23 +375,40 @@ def search(
         ),
         key=lambda item: item[0],
     )
-    best: dict[tuple[int, ...], Candidate] = {}  # one row per parallel shape: its fastest VPP and stage split
+    best: dict[tuple[int, ...], tuple[tuple, Candidate]] = {}  # per parallel shape: its fastest VPP and split
     closest: list[Candidate] = []
+    fastest_clean: Candidate | None = None  # tier 1 is what lies within this one's band: it is searched whole
     threshold = (True, float("inf"))  # the top-th listed layout's (actionable, seconds): no later bound beats it
     for bound, lo, split, w, notes, train in ordered:
         if bound > threshold:
             break
+        shape = shape_of(lo)
+        if shape in best and _cannot_beat(bound, best[shape][1]):
+            continue  # another VPP or stage split of a shape found faster: it cannot replace it
         c = _paired(model, lo, split, w, notes, train, rollouts, rollout_warnings)
+        key = rank_key(c)
         if not c.fits:
             closest = sorted([*closest, c], key=lambda c: c.estimate.peak_gib)[:5]
-        elif (shape := shape_of(c.layout)) not in best or rank_key(c) < rank_key(best[shape]):
-            best[shape] = c
-            if top and len(best) >= top:
-                kth = sorted(best.values(), key=rank_key)[top - 1]
-                clean = [c.time.high for c in best.values() if not c.actionable]  # the first tier stays whole
-                threshold = (kth.actionable, max(kth.time.seconds, min(clean, default=0.0)))
-    listed = tiered(list(best.values()), own, min_headroom)
-    return Search(listed[:top] if top else listed, trained[0], len(trainings), rolled[0], len(rollouts), closest)
+            continue
+        if shape in best and key >= best[shape][0]:
+            continue
+        best[shape] = (key, c)
+        if not c.actionable and (fastest_clean is None or key < rank_key(fastest_clean)):
+            fastest_clean = c
+        if top and len(best) >= top:
+            kth = heapq.nsmallest(top, best.values(), key=operator.itemgetter(0))[-1][1]
+            band = fastest_clean.time.high if fastest_clean is not None else 0.0
+            threshold = (kth.actionable, max(kth.time.seconds, band))
+    listed = tiered([c for _, c in best.values()], own, min_headroom)
+    ones = sum(1 for c in listed if c.tier == 1)
+    kept = listed[:top] if top else listed
+    return Search(kept, trained[0], len(trainings), rolled[0], len(rollouts), closest, ones)
+
+
+def _cannot_beat(bound: tuple[bool, float], found: Candidate) -> bool:
+    """A pairing whose (warning flag, lower bound of seconds) is beyond `found`'s rank can never rank before it
+    (`rank_key` rounds seconds to 0.01)."""
+    return bound[0] > found.actionable or (bound[0] == found.actionable and bound[1] > found.time.seconds + 0.01)
 
 
 def shape_of(lo: Layout) -> tuple[int, ...]:
@@ -391,16 +423,16 @@ def _paired(
     train_warnings: list[Problem],
     train_notes: list[Problem],
     train_parts: Any,
-    rollouts: list[tuple[bool, float, Layout]],
+    rollouts: list[tuple[bool, float, Layout, Terms]],
     rollout_warnings: dict[tuple[int, int, int], list[Problem]],
 ) -> Candidate:
     """This training layout with the fastest rollout layout (without warnings first) it fits with."""
     first = None
-    for _, _, roll in rollouts[:ROLLOUT_TRIES]:
+    for _, _, roll, gen in rollouts[:ROLLOUT_TRIES]:
         lo = dataclasses.replace(train, gen_tp=roll.gen_tp, gen_dp=roll.gen_dp, gen_pp=1, gen_ep=roll.gen_ep)
         actionable = [*train_warnings, *rollout_warnings[(roll.gen_tp, roll.gen_dp, roll.gen_ep)]]
         warnings = tuple(str(p) for p in [*actionable, *train_notes])
-        candidate = model.candidate(lo, split, warnings, train_parts, bool(actionable))
+        candidate = model.candidate(lo, split, warnings, train_parts, bool(actionable), gen)
         if candidate.fits:
             return candidate
         first = first or candidate
