@@ -15,7 +15,7 @@ two rows takes the band of all rows together.
 import dataclasses
 import functools
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ import yaml
 
 from verl_qwen35.data import DATA_DIR
 from verl_qwen35.model.layout import Layout
-from verl_qwen35.model.memory import InputError, ModelFacts, Settings, estimate_layout
+from verl_qwen35.model.memory import InputError, ModelFacts, Settings, estimate_layout, read_inputs
 from verl_qwen35.model.step_time import (
     CONSTANT,
     CONSTANTS,
@@ -31,6 +31,7 @@ from verl_qwen35.model.step_time import (
     PHASES,
     Calibration,
     Rates,
+    Recipe,
     Terms,
     phase_seconds,
     step_time,
@@ -195,6 +196,42 @@ def shipped() -> Calibration:
     """The calibration of the published rows (verl_qwen35/data/calibration/measurements.yaml), once per process."""
     rows = [r for r in shipped_rows() if r.fitted]
     return calibrate(rows, "verl_qwen35/data/calibration/measurements.yaml (published runs)")
+
+
+def run_row(name: str, cfg: Any, measured: Mapping[str, float], response_mean: int | None = None) -> Row:
+    """A user's run as a row: its recorded config's terms, responses at the mean length it logged (`response_mean`,
+    verl's `response_length/mean`; else the config's), and the median seconds of the phases it measured."""
+    m, s = read_inputs(cfg)
+    lo = Layout.of(cfg)
+    recipe = Recipe.of(cfg)
+    if response_mean:
+        recipe = dataclasses.replace(recipe, response_length=response_mean)
+    t = step_time(m, lo, s, estimate_layout(m, lo, s), Rates.of(cfg.hardware), UNIT, recipe)
+    terms = {p: ab for p, ab in t.terms.items() if ab != (0.0, 0.0)}
+    kept = {p: float(v) for p, v in measured.items() if p in terms}
+    return Row(name, terms, kept, frozenset(kept), name, str(cfg.hardware.get("name", "")))
+
+
+def fit_lines(cal: Calibration, rows: Sequence[Row], fallback: Mapping[str, float] | None = None) -> list[str]:
+    """The fit as `scripts/calibrate.py` and `verl-qwen35 calibrate` print it: the efficiencies, each phase's band,
+    and every row's measured, predicted and leave-one-out measured / predicted seconds."""
+    from tabulate import tabulate
+
+    loo = {(r.id, p): ratio for r, p, ratio in leave_one_out([r for r in rows if r.fitted], fallback)}
+    body = []
+    for row in rows:
+        for phase, measured in row.measured.items():
+            ratio = loo.get((row.id, phase))
+            body.append((
+                row.id, row.hardware, phase, "yes" if phase in row.fitted else "no", f"{measured:.1f}",
+                f"{row.predict(cal.efficiency, phase):.1f}", "-" if ratio is None else f"{ratio:.2f}",
+            ))  # fmt: skip
+    head = ("row", "hardware", "phase", "fitted", "measured s", "predicted s", "leave-one-out measured/predicted")
+    return [
+        "fitted: " + " ".join(f"{k}={v:.4f}" for k, v in cal.efficiency.items()),
+        "bands (measured / predicted): " + ", ".join(f"{p} {lo:.2f}-{hi:.2f}" for p, (lo, hi) in cal.band.items()),
+        tabulate(body, headers=head, tablefmt="plain", disable_numparse=True),
+    ]
 
 
 # -- a user's calibration file (written by `verl-qwen35 calibrate`) -----------------------------------------
