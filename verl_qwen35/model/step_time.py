@@ -230,6 +230,7 @@ class StepTime:
             "response_length": self.response_length,
             "response_length_is_mean": self.response_is_mean,
             "calibration": self.calibration.source,
+            "calibration_rows": self.calibration.rows,
             "total_steps": steps,
             "device_hours": None if hours is None else hours[0],
             "device_hours_low": None if hours is None else hours[1],
