@@ -270,20 +270,23 @@ def gemm_slowdown(tokens: float, hidden: int, tp: int) -> float:
     return (1 + GEMM_HALF_TOKENS / max(1.0, tokens)) * (1 + GEMM_HALF_WIDTH / max(1.0, hidden / tp))
 
 
-def _layer_flops(m: ModelFacts, context: float) -> float:
-    """Mean forward FLOPs per decoder layer and token (lm_head excluded)."""
-    return (forward_flops_per_token(m, context) - 2 * m.output) / m.num_layers
+def _layer_flops(m: ModelFacts, context: float, per_token: float | None = None) -> float:
+    """Mean forward FLOPs per decoder layer and token (lm_head excluded); `per_token`: the model's, when known."""
+    return ((per_token or forward_flops_per_token(m, context)) - 2 * m.output) / m.num_layers
 
 
-def stage_imbalance(m: ModelFacts, lo: Layout, split: Split, mtp: int, context: float) -> float:
+def stage_imbalance(
+    m: ModelFacts, lo: Layout, split: Split, mtp: int, context: float, per_token: float | None = None
+) -> float:
     """The slowest pipeline rank's FLOPs over the mean (1.0 at PP 1): the last rank also runs lm_head
     (2*V*h a token: ~4 decoder layers of 397B) and the MTP layers; uneven first/last stages exist
-    to even this out (megatron-core get_num_layers_to_build)."""
+    to even this out (megatron-core get_num_layers_to_build). `per_token`: `forward_flops_per_token(m, context)`
+    when the caller has it."""
     if lo.pp == 1 or split.layout is not None or split_problems(m.num_layers, lo.pp, lo.vpp, split):
         return 1.0  # a layout string (or a split megatron-core refuses) is taken as balanced
     chunks = chunk_layers(m.num_layers, lo.pp, lo.vpp, split)
     per_rank = [sum(chunks[i :: lo.pp]) for i in range(lo.pp)] if lo.vpp else chunks
-    layer = _layer_flops(m, context)
+    layer = _layer_flops(m, context, per_token)
     flops = [n * layer for n in per_rank]
     flops[-1] += 2 * (m.output or m.embedding) + mtp * (layer + 4 * m.hidden * m.hidden)
     return max(flops) / (sum(flops) / lo.pp)
@@ -481,8 +484,9 @@ def training_terms(
     seq = s.sequence_length
     tokens = s.step_sequences * seq
     peak = rates.bf16_tflops * 1e12
-    imbalance = stage_imbalance(m, lo, split, s.mtp_layers, seq / 2)
-    one_forward = tokens * forward_flops_per_token(m, seq / 2) * imbalance / (lo.world * peak)
+    per_token = forward_flops_per_token(m, seq / 2)
+    imbalance = stage_imbalance(m, lo, split, s.mtp_layers, seq / 2, per_token)
+    one_forward = tokens * per_token * imbalance / (lo.world * peak)
     micro_tokens = (s.max_token_len or s.micro_batch * seq) / lo.cp
     lp_micro_tokens = (s.log_prob_max_token_len or s.log_prob_micro_batch * seq) / lo.cp
     recompute = 1 if s.recompute_granularity == "full" else 0
