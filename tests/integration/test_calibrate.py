@@ -55,3 +55,8 @@ def test_wrong_inputs_are_refused_naming_the_file(cli, tmp_path, case):
         assert out.is_symlink() and (tmp_path / "elsewhere.yaml").read_text() == "x: 1\n"
     else:
         assert not out.exists() or out.read_text() == "precious: data\n"
+
+
+def test_a_calibration_file_that_cannot_be_read_is_named_by_plan(cli):
+    done = cli("plan", "model=35b", "device=gpu", "plan.calibration=nope.yaml", "--top", "1")
+    assert done.code == 2 and "plan.calibration=nope.yaml: cannot read it" in done.err and "Traceback" not in done.err

@@ -34,6 +34,7 @@ from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
 from verl_qwen35.errors import UserError
+from verl_qwen35.model.calibration import calibration_of
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, read_inputs
 from verl_qwen35.model.pipeline import Split
@@ -243,6 +244,7 @@ def _compose(overrides: list[str], config_dirs: list[Path]) -> tuple[Run, Layout
         )
     try:
         read_inputs(resolved)  # the estimate ranks every layout: its inputs must be usable first
+        calibration_of(resolved)  # and the time model's calibration file (plan.calibration), when one is named
     except InputError as err:
         raise UsageError(f"{err}; nothing searched") from None
     return run, own

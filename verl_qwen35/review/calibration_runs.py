@@ -62,14 +62,18 @@ def recorded_config(run_dir: Path) -> DictConfig:
     return cfg
 
 
-def _medians(metrics: Metrics) -> tuple[dict[str, float], int]:
+def _medians(metrics: Metrics) -> tuple[dict[str, float], int, int | None]:
+    """Each phase's median seconds and the mean response length's median, over the steps after each start's
+    first (all steps when there are no others), and how many steps that is."""
     kept = [s for s in metrics.training_steps if s not in metrics.warm_up] or metrics.training_steps
-    phases = {}
-    for phase in PHASES:
-        values = [metrics.steps[s][f"timing_s/{phase}"] for s in kept if f"timing_s/{phase}" in metrics.steps[s]]
+    medians = {}
+    for name in [f"timing_s/{phase}" for phase in PHASES] + ["response_length/mean"]:
+        values = [metrics.steps[s][name] for s in kept if name in metrics.steps[s]]
         if values:
-            phases[phase] = statistics.median(values)
-    return phases, len(kept)
+            medians[name] = statistics.median(values)
+    phases = {p: medians[f"timing_s/{p}"] for p in PHASES if f"timing_s/{p}" in medians}
+    mean = round(medians.get("response_length/mean", 0))
+    return phases, len(kept), mean if mean > 0 else None
 
 
 def measured_run(run_dir: Path) -> MeasuredRun:
@@ -83,14 +87,10 @@ def measured_run(run_dir: Path) -> MeasuredRun:
             f"{places.metrics}: no metrics logged (nor tensorboard events in {places.tensorboard}); calibrate reads "
             "verl's timing_s/<phase> of a run launched with logger=[console,file]"
         )
-    phases, steps = _medians(metrics)
+    phases, steps, mean = _medians(metrics)
     if not phases:
         raise UserError(
             f"{places.metrics}: no timing_s/{{{','.join(PHASES)}}} metric in {', '.join(metrics.sources)}; "
             "calibrate needs verl's per-phase timings"
         )
-    lengths = [
-        metrics.steps[s]["response_length/mean"] for s in metrics.steps if "response_length/mean" in metrics.steps[s]
-    ]
-    mean = round(statistics.median(lengths)) if lengths else None
-    return MeasuredRun(run_dir, cfg, phases, steps, mean if mean and mean > 0 else None)
+    return MeasuredRun(run_dir, cfg, phases, steps, mean)
