@@ -73,7 +73,7 @@ PLACEHOLDERS = {
 }
 RUN_DIRS = ("outputs/2026-11-30/10-00-00-3fa2c1", "outputs/2026-12-01/10-00-00-3fa2c1")
 SWEEP_DIR = "multirun/2026-12-01/10-00-00-3fa2c1"
-SUBCOMMANDS = ("diff", "estimate", "plan", "doctor", "relaunch", "report", "data", "import", "presets")
+SUBCOMMANDS = ("diff", "estimate", "plan", "doctor", "relaunch", "report", "calibrate", "data", "import", "presets")
 
 
 @dataclass(frozen=True)
@@ -268,6 +268,9 @@ def prepare(example: Example, cwd: Path, home: Path, request: pytest.FixtureRequ
             shutil.copytree(request.getfixturevalue("launched_run"), cwd / run_dir, dirs_exist_ok=True)
     if SWEEP_DIR in text:
         shutil.copytree(request.getfixturevalue("launched_sweep"), cwd / SWEEP_DIR)
+    if "calibration=my_calibration.yaml" in text or "--calibration my_calibration.yaml" in text:
+        with pytest.MonkeyPatch.context() as mp:  # what the page's calibrate line before it writes
+            run_cli(mp, cwd, "calibrate", str(request.getfixturevalue("launched_run")), "--out", "my_calibration.yaml")
     if "/models/Qwen3.5-122B-A10B" in text:
         model_dir(cwd / "models" / "Qwen3.5-122B-A10B", "122b")
     if "--config-dir my_conf" in text:

@@ -62,14 +62,16 @@ def test_published_layout_is_among_all_fitting_ones(combo):
 
 
 def test_every_listed_layout_passes_the_whole_preflight_and_is_ranked():
-    """Ranked by predicted seconds per step (was: traffic volumes; the step-time model replaced them)."""
+    """Ranked by tier: the first tier (within the fastest's band) first, the rest by predicted seconds."""
     cfg, resolved = composed("122b", "gpu")
     found = search(resolved, "gpu", top=8).candidates
     assert len(found) == 8
     for c in found:
         assert c.fits
         assert [str(p) for p in verify(cfg, c.layout, c.split) if p.level == "error"] == []
-    seconds = [c.time.seconds for c in found]
+    tiers = [c.tier for c in found]
+    assert tiers == sorted(tiers) and tiers[0] == 1
+    seconds = [c.time.seconds for c in found if c.tier == 2]
     assert seconds == sorted(seconds)
 
 
@@ -110,7 +112,7 @@ def test_table_shows_the_override_line_and_the_sweep_command(cli):
     run = cli("plan", "model=35b", "device=gpu", "--top", "3")
     assert run.code == 0, run.err
     lines = run.out.splitlines()
-    assert lines[1].split()[:3] == ["rank", "tp", "pp"]
+    assert lines[1].split()[:4] == ["rank", "tier", "tp", "pp"]
     assert lines[2].startswith("1 ") and "parallel.tp=" in lines[2] and "parallel.gen_ep=" in lines[2]
     assert "--sweep DIR" in run.out
 

@@ -1,7 +1,7 @@
 """`verl-qwen35`: the one command. Compose with Hydra, check, then plan (dry run), launch or submit.
 
-`verl-qwen35 SUBCOMMAND ...` runs a side tool (diff, estimate, plan, doctor, relaunch, report, data, presets);
-anything else is Hydra's command line for the run itself. The checks that must pass before Hydra
+`verl-qwen35 SUBCOMMAND ...` runs a side tool (diff, estimate, plan, doctor, relaunch, report, calibrate, data,
+presets); anything else is Hydra's command line for the run itself. The checks that must pass before Hydra
 writes `.hydra/` run in Hydra's own callback (conf/config.yaml, `config/prewrite.py`).
 """
 
@@ -61,6 +61,10 @@ SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "report": (
         _subcommand("report"),
         "report RUN_DIR [--out DIR] [--json]  a run's metrics, plots, predicted vs measured",
+    ),
+    "calibrate": (
+        _subcommand("calibrate"),
+        "calibrate RUN_DIR... [--out FILE]     fit the step-time model to your runs' phases",
     ),
     "data": (_subcommand("data"), "data --out DIR                       fetch the geo3k parquet files once"),
     "import": (

@@ -34,6 +34,7 @@ from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
 from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
+from verl_qwen35.model.calibration import calibration_of
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, read_inputs
 from verl_qwen35.model.pipeline import Split
@@ -41,6 +42,7 @@ from verl_qwen35.model.run import Run
 from verl_qwen35.planner.search import (
     FIRST,
     LAST,
+    MIN_HEADROOM,
     ROLLOUT,
     TRAINING,
     Candidate,
@@ -108,6 +110,7 @@ def record(
         "overrides": [*base, *overrides_of(c.layout, c.split, base_split)],
         "fits": c.fits,
         "warnings": list(c.warnings),
+        "tier": c.tier,
         "step_time": c.time.as_dict(steps),
         "memory_headroom": round(c.headroom, 4),
         "estimate": c.estimate.as_dict(),
@@ -117,25 +120,26 @@ def record(
 def table(rows: list[tuple[str, Candidate]], base_split: Split) -> str:
     from tabulate import tabulate  # only the table format prints one
 
-    head = ("rank", "tp", "pp", "cp", "ep", "etp", "vpp", "first/last", "gen tp/dp/ep", "s/step", "tok/s/dev")
-    head += ("rollout s", "train s", "train GiB", "rollout GiB", "headroom", "override line")
+    head = ("rank", "tier", "tp", "pp", "cp", "ep", "etp", "vpp", "first/last", "gen tp/dp/ep", "s/step (band)")
+    head += ("gen s", "train s", "train GiB", "rollout GiB", "headroom", "warnings", "override line")
     body = []
     for rank, c in rows:
         lo, e, t = c.layout, c.estimate, c.time
-        rollout = t.parts["rollout_prefill"] + t.parts["rollout_decode"]
+        rollout = t.phases["gen"]
         body.append(
             (
                 rank,
+                "equal" if c.tier == 1 else str(c.tier or "-"),
                 *(str(getattr(lo, n)) if getattr(lo, n) is not None else "-" for n in TRAINING),
                 "-" if c.split.first is None and c.split.last is None else f"{c.split.first}/{c.split.last}",
                 f"{lo.gen_tp}/{lo.gen_dp}/{lo.gen_ep}",
-                f"{t.seconds:.1f}",
-                f"{t.tokens_per_second_per_device:.0f}",
-                f"{rollout:.1f}",
-                f"{t.seconds - rollout:.1f}",
+                f"~{t.total:.0f} ({t.low:.0f}-{t.high:.0f})",
+                f"{rollout:.0f}",
+                f"{t.total - rollout:.0f}",
                 f"{e.train_gib:.1f}",
                 f"{e.rollout_gib:.1f}",
                 f"{100 * c.headroom:.0f}%",
+                str(len(c.warnings)) if c.warnings else "-",
                 " ".join(overrides_of(lo, c.split, base_split)),
             )
         )
@@ -199,6 +203,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("overrides", nargs="*", help="the same overrides as python -m verl_qwen35")
     parser.add_argument("--top", type=int, default=10, help="how many layouts to list (0: every one that fits)")
+    parser.add_argument(
+        "--min-headroom",
+        type=float,
+        default=MIN_HEADROOM,
+        metavar="SHARE",
+        help=f"memory headroom under which a layout never ranks first (default {MIN_HEADROOM:g}: 10%%)",
+    )
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
     parser.add_argument("--sweep", type=Path, metavar="DIR", help="write the listed layouts to DIR and sweep them")
@@ -214,6 +225,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_intermixed_args(argv)
     if args.top < 0:
         parser.error("--top must be >= 0")
+    if not 0 <= args.min_headroom < 1:
+        parser.error("--min-headroom must be a share in [0, 1), e.g. 0.1 for 10%")
     return args
 
 
@@ -239,6 +252,7 @@ def _compose(overrides: list[str], config_dirs: list[Path]) -> tuple[Run, Layout
         )
     try:
         read_inputs(resolved)  # the estimate ranks every layout: its inputs must be usable first
+        calibration_of(resolved)  # and the time model's calibration file (plan.calibration), when one is named
     except InputError as err:
         raise UsageError(f"{err}; nothing searched") from None
     return run, own
@@ -249,10 +263,17 @@ def _is_own(c: Candidate, own: Layout, own_split: Split) -> bool:
 
 
 def why_faster(pick: Candidate, other: Candidate) -> str:
-    """The parts where the pick saves the most seconds against `other`, in numbers."""
-    gains = sorted(((other.time.parts[k] - v, k) for k, v in pick.time.parts.items()), reverse=True)
-    named = ", ".join(f"{k} {other.time.parts[k]:.1f} -> {pick.time.parts[k]:.1f} s" for d, k in gains[:3] if d > 0)
-    return f"{other.time.seconds:.1f} s/step against rank 1's {pick.time.seconds:.1f} s ({named or 'no part faster'})"
+    """How `other` compares with the pick: as fast as far as the model can tell when its step lies inside the
+    pick's band, else the phases where the pick saves the most seconds."""
+    p, o = pick.time, other.time
+    if o.total <= p.high:
+        return f"as fast as rank 1 within the model's band (~{o.total:.0f} s against {p.low:.0f}-{p.high:.0f} s)"
+    gains = sorted(((o.phases[k] - v, k) for k, v in p.phases.items()), reverse=True)
+    named = ", ".join(f"{k} {o.phases[k]:.0f} -> {p.phases[k]:.0f} s" for d, k in gains[:3] if d > 0)
+    return (
+        f"slower than rank 1 beyond the model's band: ~{o.total:.0f} s ({o.low:.0f}-{o.high:.0f}) a step "
+        f"against {p.low:.0f}-{p.high:.0f} s ({named or 'no phase faster'})"
+    )
 
 
 def _print_table(
@@ -277,22 +298,25 @@ def _print_table(
     if shown:
         print(table(shown, own_split))
     print(
-        "ranked: fits, then predicted seconds per GRPO step (verl_qwen35/model/step_time.py; each training layout "
-        "with its fastest fitting rollout layout), then memory headroom; warnings are listed, they do not rank"
+        f"tiers: tier 1 ('equal') holds the {found.tier_size} layouts whose predicted step lies within the band of "
+        "the fastest: the model cannot tell them apart, so they are ordered by memory headroom (under --min-headroom "
+        "never first), "
+        "fewer groups crossing nodes, the config's own layout; tier 2 follows by predicted seconds "
+        "(verl_qwen35/model/step_time.py; each training layout with its fastest fitting rollout layout)"
     )
     if rows:
         best = rows[0][1]
-        hours = f", {best.time.device_hours(steps):.0f} device-hours for {steps} steps" if steps else ""
         print(
-            f"rank 1: {best.time.seconds:.1f} s/step, "
-            f"{best.time.tokens_per_second_per_device:.0f} tokens/s per device{hours}"
+            f"rank 1: {best.time.phrase(steps)}; assumes {best.time.assumption()}; {best.time.calibration.describe()}"
         )
+        for warning in best.warnings:
+            print(f"rank 1 warning: {warning}")
     if current is None:
         print("current: the preflight refuses the config's own layout (see python -m verl_qwen35 ... dry_run=true)")
     elif current_rank is not None:
-        print(f"current: the config's own layout is rank {current_rank}")
+        print(f"current: the config's own layout is rank {current_rank} (tier {dict(rows)[current_rank].tier})")
     elif rows:
-        print(f"current: the config's own layout takes {why_faster(rows[0][1], current)}")
+        print(f"current: the config's own layout is {why_faster(rows[0][1], current)}")
     if steps is None:
         print("device-hours: set trainer.total_training_steps (or make data.train_files readable) to count the steps")
 
@@ -364,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
     config_dirs = [args.config_dir] if args.config_dir else []
     run, own = _compose(args.overrides, config_dirs)
     resolved = run.config
-    found = search(run, top=args.top + 5 if args.top else 0)
+    found = search(run, top=args.top + 5 if args.top else 0, min_headroom=args.min_headroom)
     listed, refusal = verified(run, found, args.top)
     if refusal and not listed:
         for problem in refusal:

@@ -5,6 +5,8 @@ from pathlib import Path
 
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.errors import UserError
+from verl_qwen35.model.calibration import read_file
+from verl_qwen35.model.memory import InputError
 from verl_qwen35.review import plots
 from verl_qwen35.review.report import (
     dumps,
@@ -27,26 +29,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help=f"where the PNG plots go (default: RUN_DIR/{REPORT_DIR}/)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--no-plots", action="store_true", help="the summary only (no matplotlib needed)")
+    parser.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="a file of verl-qwen35 calibrate: the step times predicted under it too (after), beside the record's",
+    )
     args = parser.parse_args(argv)
     with answered(PROG):
-        return report(args.run_dir, args.out, args.json, not args.no_plots)
+        return report(args.run_dir, args.out, args.json, not args.no_plots, args.calibration)
 
 
-def report(target: Path, out: Path | None, as_json: bool, draw: bool) -> int:
+def report(target: Path, out: Path | None, as_json: bool, draw: bool, calibration: str | None = None) -> int:
     if not target.is_dir():
         what = "does not exist" if not target.exists() else "is not a directory"
         raise UserError(f"{target} {what}: give a run's output directory (the one holding launch.yaml) or a sweep's")
+    try:
+        cal = read_file(calibration) if calibration else None
+    except InputError as err:
+        raise UserError(f"--calibration: {err}") from None
     if draw:
         plots.require_matplotlib()
     target = target.absolute()
     within = target if out is None else None  # RUN_DIR/report: no link in it is followed; --out DIR: the user's
     out = (out or target / REPORT_DIR).absolute()
     if is_sweep(target):
-        reports = sweep_reports(target)
+        reports = sweep_reports(target, cal)
         written = plots.sweep_figures(reports, out, within) if draw else []
         data, text = sweep_json(target, reports), sweep_text(target, reports, written)
     else:
-        one = run_report(target)
+        one = run_report(target, cal)
         written = [plots.run_figure(one, out, within)] if draw else []
         data, text = run_json(one), run_text(one, written)
     if as_json:

@@ -142,6 +142,12 @@ class Plan:
     # A .png or .svg file (chosen by the suffix): the layout's nodes x devices, each device's TP/CP/PP/EP/DP ranks,
     # the groups that cross a node boundary (review/picture.py). null: no picture.
     picture: str | None = None
+    # The expected mean response length (verl's response_length/mean) the step time is predicted at; null: every
+    # response at data.max_response_length (the prediction says which it assumes).
+    response_length: int | None = None
+    # A calibration file written by `verl-qwen35 calibrate RUN_DIR...` (your runs' timings); null: the shipped
+    # published rows (verl_qwen35/data/calibration/measurements.yaml).
+    calibration: str | None = None
 
 
 @dataclass

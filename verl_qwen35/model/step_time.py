@@ -1,53 +1,44 @@
-"""Predicted seconds of one GRPO step (colocated verl: vLLM rollout, Megatron log-prob passes and update).
+"""Predicted seconds of one GRPO step by phase, each phase with its own fitted efficiency and error band.
 
-Pure arithmetic over the model facts, the layout, the resolved verl keys (`Settings`), the memory
-estimate of the same layout (vLLM's weights per rank, KV bytes per token, sequences the cache
-holds) and the hardware's rates (`Rates`, from `hardware.*`). Phases run one after another, as in
-verl's colocated `RayPPOTrainer.fit` (generate, old log-prob, ref log-prob, update, weight sync):
+The phases are verl's own (`timing_s/gen`, `old_log_prob`, `ref`, `update_actor`, `update_weights` of the
+colocated `RayPPOTrainer.fit`), run one after another. Each phase's seconds are `a / efficiency + b`: `a` the
+part its efficiency scales (kernel time at the hardware's peak), `b` the part it does not (communication at the
+link rates, offload over PCIe, the HBM copy of the weight sync). `model/calibration.py` fits one efficiency per
+constant on the measurements of that phase and gives each phase its band from the leave-one-out error.
 
-- **rollout**: prefill is compute bound (prompt FLOPs over the engine's devices); decode is
-  HBM-bandwidth bound: every decode iteration each device reads its vLLM weights (the experts the
-  batch touches) and the KV cache / Gated DeltaNet state of its running sequences, plus the
-  latency of the TP all-reduces and EP all-to-alls of every layer;
-- **old / ref log-prob**: one forward of every sequence (model FLOPs / peak x `train_mfu`);
-- **update**: forward + backward = 3 forwards, +1 with full recompute; the pipeline bubble
-  (PP-1)/(VPP*m) of the 1F1B / interleaved schedule (Narayanan et al. 2021), the slowest pipeline
-  stage (the last one also holds lm_head and the MTP layer);
-- **communication** of the update and the log-prob passes, per kind, each group's volume over the
-  link it really uses: megatron-core's `RankGenerator` orders ranks tp-cp-ep-dp-pp
-  (`parallel_state.initialize_model_parallel`, order "tp-cp-ep-dp-pp"; experts: etp-ep-edp-pp),
-  so a group of `size` ranks `stride` apart stays on one node when size*stride <= the fast domain;
-- **weight sync**: verl streams every full tensor from Megatron (gathered over TP/EP/PP) to vLLM
-  (`verl/workers/rollout/..` `update_weights` buckets);
-- **offload**: verl's param/optimizer offload moves weights and optimizer state over PCIe.
+- **gen**: prefill compute bound; decode bound by the larger of HBM traffic (vLLM's weights the batch's tokens
+  touch, the KV cache and Gated DeltaNet state of its running sequences) and compute, per replica shape (TP, DP,
+  EP, sequences per replica up to what its cache holds), plus each layer's TP all-reduces and EP all-to-alls;
+- **old_log_prob / ref**: one forward of every sequence (model FLOPs incl. attention over the context and Gated
+  DeltaNet's chunked delta rule), the pipeline bubble, and the state traffic of Gated DeltaNet's chunked kernel;
+- **update_actor**: forward + backward (+1 forward with full recompute), the 1F1B / interleaved bubble
+  (PP-1)/(VPP*m) (Narayanan et al. 2021), the slowest stage; TP/CP/EP/PP/DP collectives over the links their
+  groups use (megatron-core rank order tp-cp-ep-dp-pp); the expert all-to-all with
+  `override_transformer_config.overlap_moe_expert_parallel_comm` and the gradient reduce-scatter with
+  `override_ddp_config.overlap_grad_reduce` hidden behind compute but for the first micro-batch / last bucket;
+  verl's param/optimizer offload;
+- **update_weights**: every full tensor gathered over TP/EP/PP and copied into vLLM.
 
-The free parameters (`Efficiency`) are fitted on published measurements by `calibrate` below
-(rows in `verl_qwen35/data/calibration/measurements.yaml`, printed by `scripts/calibrate.py`).
-Not modelled: overlap of communication with compute (Megatron's overlap_grad_reduce,
-overlapped MoE all-to-all), CPU time of the hybrid CPU optimizer, response lengths below the
-configured maximum (the prediction is for full-length responses), load imbalance of MoE routing,
-stragglers, Ray and data-loading time, validation and checkpoint steps, vision tokens.
+Response lengths: the prediction assumes every response at `data.max_response_length` unless
+`plan.response_length` gives the expected mean (what verl logs as `response_length/mean`).
+Not modelled: load imbalance of MoE routing, stragglers, the tail of the longest response, Ray and data-loading
+time, reward, validation and checkpoint steps, vision tokens.
 """
 
 import dataclasses
 import functools
 import math
-import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
-from verl_qwen35.data import DATA_DIR
 from verl_qwen35.model.layout import Layout
-from verl_qwen35.model.memory import InputError, MemoryEstimate, ModelFacts, Settings, estimate_layout
+from verl_qwen35.model.memory import InputError, MemoryEstimate, ModelFacts, Settings
 from verl_qwen35.model.pipeline import Split, chunk_layers, split_problems
 
 BF16 = 2
 FP32 = 4
 GB = 1e9
-CALIBRATION = DATA_DIR / "calibration" / "measurements.yaml"
 # Assumptions (not fitted; see docs/planning.md): the share of a link's peak a collective reaches
 # (bus bandwidth in nccl-tests is typically 70-85% of the link), the latency of one small collective
 # inside and across nodes, the host-device copy rate of offloading (PCIe Gen4/5 x16 in practice),
@@ -96,56 +87,164 @@ class Rates:
         )
 
 
-@dataclass(frozen=True)
-class Efficiency:
-    """The fitted parameters: shares of peak the real kernels reach."""
+# verl's phases of a colocated step (RayPPOTrainer.fit's `timing_s/<phase>` metrics), in the order they run.
+PHASES = ("gen", "old_log_prob", "ref", "update_actor", "update_weights")
+# The fitted efficiency that scales each phase: the log-prob passes run the update's forward kernels, so they
+# share a constant unless a calibration has rows that measure them (model/calibration.py).
+CONSTANT = {
+    "gen": "gen",
+    "old_log_prob": "log_prob",
+    "ref": "log_prob",
+    "update_actor": "update",
+    "update_weights": "update_weights",
+}
+CONSTANTS = ("gen", "log_prob", "update", "update_weights")
 
-    train_mfu: float  # model FLOPs / peak in Megatron's forward and backward (log-prob passes too)
-    decode_bandwidth: float  # bytes read / HBM peak in vLLM's decode iterations
-    prefill_mfu: float  # model FLOPs / peak in vLLM's prefill
+
+def phase_seconds(terms: Mapping[str, tuple[float, float]], efficiency: Mapping[str, float]) -> dict[str, float]:
+    """Each phase's seconds `a / efficiency + b` under these efficiencies (the one place the formula lives)."""
+    return {p: a / efficiency[CONSTANT[p]] + b for p, (a, b) in terms.items()}
+
+
+def _flag(node: Any, *path: str) -> bool:
+    for name in path:
+        node = node.get(name) if isinstance(node, Mapping) else None
+    return node is True
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """The few verl keys the time model reads beyond the memory estimate's `Settings`."""
+    """The verl keys the time model reads beyond the memory estimate's `Settings`."""
 
     ppo_epochs: int = 1
     calculate_old_log_prob: bool = True
+    overlap_ep: bool = False  # megatron override_transformer_config.overlap_moe_expert_parallel_comm
+    overlap_grad_reduce: bool = False  # megatron override_ddp_config.overlap_grad_reduce (verl's default: False)
+    response_length: int | None = None  # the expected mean (`plan.response_length`); None: the configured maximum
 
     @classmethod
     def of(cls, cfg: Any) -> "Recipe":
-        epochs = cfg.actor_rollout_ref.actor.get("ppo_epochs")
-        return cls(ppo_epochs=epochs if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0 else 1)
+        actor = cfg.actor_rollout_ref.actor
+        epochs = actor.get("ppo_epochs")
+        megatron = actor.get("megatron") or {}
+        plan = cfg.get("plan") or {}
+        mean = plan.get("response_length") if isinstance(plan, Mapping) else None
+        return cls(
+            ppo_epochs=epochs if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0 else 1,
+            overlap_ep=_flag(megatron, "override_transformer_config", "overlap_moe_expert_parallel_comm"),
+            overlap_grad_reduce=_flag(megatron, "override_ddp_config", "overlap_grad_reduce"),
+            response_length=mean if isinstance(mean, int) and not isinstance(mean, bool) and mean > 0 else None,
+        )
+
+    def timed(self, s: Settings) -> Settings:
+        """The settings the time model runs on: responses at the expected mean when one is given."""
+        if self.response_length is None or self.response_length >= s.response_length:
+            return s
+        return dataclasses.replace(s, response_length=self.response_length)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Fitted efficiencies (share of peak per constant) and each phase's band (measured / predicted, low and high),
+    with what they rest on; made by `model/calibration.py` from the shipped rows or a user's `calibrate` file."""
+
+    efficiency: dict[str, float]
+    band: dict[str, tuple[float, float]]
+    source: str  # the file it came from
+    rows: int  # measurements (shipped rows or the user's runs) it rests on
+
+    def describe(self) -> str:
+        return f"calibration {self.source} ({self.rows} measured rows)"
 
 
 @dataclass(frozen=True)
 class StepTime:
-    """Seconds of one step by part; `parts` is what the plan JSON lists (docs/planning.md)."""
+    """One step's prediction: each phase's seconds `a / efficiency + b` (`terms`), its band, the step's range.
 
-    parts: dict[str, float]
-    tokens: float  # tokens of the step's sequences (prompt + response): what verl trains on
+    `total`, `low`, `high`: seconds of the step and its band (the sum of the phases' bands); `phases`: seconds
+    by verl phase; `communication`: the collectives' seconds by kind inside those phases (informative)."""
+
+    terms: dict[str, tuple[float, float]]
+    calibration: Calibration
+    communication: dict[str, float]
+    tokens: float  # tokens of the step's sequences (prompt + response) as timed
     world: int
+    response_length: int  # the response length the prediction assumes
+    response_is_mean: bool  # True: plan.response_length (expected mean); False: data.max_response_length
+
+    @functools.cached_property
+    def phases(self) -> dict[str, float]:
+        eff = self.calibration.efficiency
+        return phase_seconds(self.terms, eff)
 
     @property
-    def seconds(self) -> float:
-        return sum(self.parts.values())
+    def total(self) -> float:
+        return sum(self.phases.values())
+
+    seconds = total
+
+    @property
+    def low(self) -> float:
+        return sum(v * self.calibration.band[p][0] for p, v in self.phases.items())
+
+    @property
+    def high(self) -> float:
+        return sum(v * self.calibration.band[p][1] for p, v in self.phases.items())
 
     @property
     def tokens_per_second_per_device(self) -> float:
-        return self.tokens / self.seconds / self.world
+        return self.tokens / self.total / self.world
 
-    def device_hours(self, steps: int) -> float:
-        return steps * self.seconds * self.world / 3600
+    def device_hours(self, steps: int, seconds: float | None = None) -> float:
+        return steps * (self.total if seconds is None else seconds) * self.world / 3600
+
+    def phrase(self, steps: int | None = None) -> str:
+        """'~80 s a step (60-110 s)', with the device-hours of `steps` steps and their range."""
+        out = f"~{_round(self.total)} s a step ({_round(self.low)}-{_round(self.high)} s)"
+        if steps:
+            hours = [self.device_hours(steps, s) for s in (self.total, self.low, self.high)]
+            out += f", ~{_round(hours[0])} device-hours ({_round(hours[1])}-{_round(hours[2])}) for {steps} steps"
+        return out
+
+    def assumption(self) -> str:
+        if self.response_is_mean:
+            return f"responses of {self.response_length} tokens on average (plan.response_length)"
+        return (
+            f"every response at data.max_response_length={self.response_length} "
+            "(set plan.response_length=N, the expected mean)"
+        )
 
     def as_dict(self, steps: int | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "seconds_per_step": round(self.seconds, 3),
+        hours = (
+            None
+            if steps is None
+            else [round(self.device_hours(steps, s), 1) for s in (self.total, self.low, self.high)]
+        )
+        return {
+            "seconds_per_step": round(self.total, 3),
+            "low": round(self.low, 3),
+            "high": round(self.high, 3),
             "tokens_per_second_per_device": round(self.tokens_per_second_per_device, 2),
-            "parts": {k: round(v, 3) for k, v in self.parts.items()},
+            "phases": {k: round(v, 3) for k, v in self.phases.items()},
+            "communication": {k: round(v, 3) for k, v in self.communication.items()},
+            "response_length": self.response_length,
+            "response_length_is_mean": self.response_is_mean,
+            "calibration": self.calibration.source,
+            "calibration_rows": self.calibration.rows,
             "total_steps": steps,
-            "device_hours": None if steps is None else round(self.device_hours(steps), 1),
+            "device_hours": None if hours is None else hours[0],
+            "device_hours_low": None if hours is None else hours[1],
+            "device_hours_high": None if hours is None else hours[2],
         }
-        return out
+
+
+def _round(x: float) -> str:
+    """Two significant digits: the band says the third is noise."""
+    if x <= 0:
+        return "0"
+    if x < 10:
+        return f"{x:.1f}"
+    return f"{float(f'{x:.2g}'):.0f}"
 
 
 # -- model FLOPs -----------------------------------------------------------------------------
@@ -171,20 +270,23 @@ def gemm_slowdown(tokens: float, hidden: int, tp: int) -> float:
     return (1 + GEMM_HALF_TOKENS / max(1.0, tokens)) * (1 + GEMM_HALF_WIDTH / max(1.0, hidden / tp))
 
 
-def _layer_flops(m: ModelFacts, context: float) -> float:
-    """Mean forward FLOPs per decoder layer and token (lm_head excluded)."""
-    return (forward_flops_per_token(m, context) - 2 * m.output) / m.num_layers
+def _layer_flops(m: ModelFacts, context: float, per_token: float | None = None) -> float:
+    """Mean forward FLOPs per decoder layer and token (lm_head excluded); `per_token`: the model's, when known."""
+    return ((per_token or forward_flops_per_token(m, context)) - 2 * m.output) / m.num_layers
 
 
-def stage_imbalance(m: ModelFacts, lo: Layout, split: Split, mtp: int, context: float) -> float:
+def stage_imbalance(
+    m: ModelFacts, lo: Layout, split: Split, mtp: int, context: float, per_token: float | None = None
+) -> float:
     """The slowest pipeline rank's FLOPs over the mean (1.0 at PP 1): the last rank also runs lm_head
     (2*V*h a token: ~4 decoder layers of 397B) and the MTP layers; uneven first/last stages exist
-    to even this out (megatron-core get_num_layers_to_build)."""
+    to even this out (megatron-core get_num_layers_to_build). `per_token`: `forward_flops_per_token(m, context)`
+    when the caller has it."""
     if lo.pp == 1 or split.layout is not None or split_problems(m.num_layers, lo.pp, lo.vpp, split):
         return 1.0  # a layout string (or a split megatron-core refuses) is taken as balanced
     chunks = chunk_layers(m.num_layers, lo.pp, lo.vpp, split)
     per_rank = [sum(chunks[i :: lo.pp]) for i in range(lo.pp)] if lo.vpp else chunks
-    layer = _layer_flops(m, context)
+    layer = _layer_flops(m, context, per_token)
     flops = [n * layer for n in per_rank]
     flops[-1] += 2 * (m.output or m.embedding) + mtp * (layer + 4 * m.hidden * m.hidden)
     return max(flops) / (sum(flops) / lo.pp)
@@ -228,10 +330,10 @@ def _latency(size: int, stride: int, lo: Layout, rates: Rates) -> float:
     return LATENCY_INTER_S if _spans(size, stride, _domain(lo, rates)) else LATENCY_INTRA_S
 
 
-def training_communication(
-    m: ModelFacts, lo: Layout, s: Settings, rates: Rates, recipe: Recipe, passes_forward: int, passes_update: int
-) -> dict[str, float]:
-    """Seconds per kind of the update's and log-prob passes' collectives, per device and step.
+def communication_units(m: ModelFacts, lo: Layout, s: Settings, rates: Rates, recipe: Recipe) -> dict[str, float]:
+    """Seconds per device of one pass's collectives by kind (`tp`, `ep`, `etp`, `pp`; `cp`: one pass of the K/V
+    ring, which the backward runs again), and of one step's distributed-optimizer collectives (`dp`). Every
+    pass's collectives scale with the passes (`training_communication`), so a layout computes them once.
 
     Groups by megatron-core's rank order (tp-cp-ep-dp-pp; experts etp-ep-edp-pp), each keyed by its
     kind, never by (size, stride), so EP and DP x CP of the same shape stay two entries."""
@@ -240,29 +342,27 @@ def training_communication(
     tokens_dp = s.step_sequences * s.sequence_length / dp  # tokens one DP rank handles per pass
     tokens_rank = tokens_dp / lo.cp
     layers = m.num_layers / lo.pp
-    passes = passes_forward + passes_update * recipe.ppo_epochs  # forward-equivalents that communicate
     h = m.hidden
     out = {}
     # TP: with SP 2 all-gather + 2 reduce-scatter of s*b*h per layer and pass (Korthikanti et al.
     # 2022); without SP the 2 all-reduces move the same bytes.
-    tp_bytes = passes * layers * 4 * tokens_rank * h * BF16 * (lo.tp - 1) / lo.tp
+    tp_bytes = layers * 4 * tokens_rank * h * BF16 * (lo.tp - 1) / lo.tp
     out["tp"] = ring_seconds(tp_bytes, lo.tp, 1, lo, rates)
     # CP: K and V of each attention layer all-gathered around the ring (backward: their gradients too).
     kv = max(1, m.kv_heads // lo.tp) * m.head_dim
-    cp_bytes = (passes + passes_update) * (m.attention_layers / lo.pp) * tokens_dp * 2 * kv * BF16
+    cp_bytes = (m.attention_layers / lo.pp) * tokens_dp * 2 * kv * BF16
     out["cp"] = ring_seconds(cp_bytes * (lo.cp - 1) / lo.cp, lo.cp, lo.tp, lo, rates)
     # EP: dispatch + combine all-to-all of every routed copy of a token (top-k), per MoE layer and pass.
     routed = m.topk * tokens_rank / (lo.tp if sp else 1) * h * BF16
-    out["ep"] = all_to_all_seconds(passes * layers * 2 * routed * (lo.ep - 1) / lo.ep, lo.ep, lo.etp, lo, rates)
+    out["ep"] = all_to_all_seconds(layers * 2 * routed * (lo.ep - 1) / lo.ep, lo.ep, lo.etp, lo, rates)
     # ETP: the expert MLPs' own all-gather / reduce-scatter of their routed tokens.
-    etp_bytes = passes * layers * 2 * routed * (lo.etp - 1)
-    out["etp"] = ring_seconds(etp_bytes, lo.etp, 1, lo, rates)
+    out["etp"] = ring_seconds(layers * 2 * routed * (lo.etp - 1), lo.etp, 1, lo, rates)
     # PP: one activation (forward) and one gradient (backward) per micro-batch and virtual stage boundary.
     micro_tokens = (s.max_token_len or s.micro_batch * s.sequence_length) / lo.cp
     micro_batches = max(1.0, tokens_rank / micro_tokens)
-    pp_bytes = passes * micro_batches * (lo.vpp or 1) * micro_tokens * h * BF16 / (lo.tp if sp else 1)
+    pp_bytes = micro_batches * (lo.vpp or 1) * micro_tokens * h * BF16 / (lo.tp if sp else 1)
     pp_time = ring_seconds(pp_bytes if lo.pp > 1 else 0, lo.pp, lo.world // lo.pp, lo, rates)
-    out["pp"] = pp_time + (passes * micro_batches * (lo.vpp or 1) * _latency(lo.pp, lo.world // lo.pp, lo, rates))
+    out["pp"] = pp_time + micro_batches * (lo.vpp or 1) * _latency(lo.pp, lo.world // lo.pp, lo, rates)
     # DP (distributed optimizer), per optimizer step: reduce-scatter of fp32 grads + all-gather of bf16
     # params, dense over DP x CP (stride TP), experts over expert-DP (stride ETP x EP).
     steps = recipe.ppo_epochs * max(1, s.step_sequences // max(1, s.mini_batch_sequences))
@@ -278,16 +378,48 @@ def training_communication(
     return out
 
 
-# -- the step ----------------------------------------------------------------------------------
+def scaled_communication(
+    units: Mapping[str, float], recipe: Recipe, passes_forward: int, passes_update: int, optimizer: bool = True
+) -> dict[str, float]:
+    """`communication_units` for these passes: `passes_forward` forwards, `passes_update` forward-equivalents of
+    the update per epoch (`optimizer`: with the distributed optimizer's collectives)."""
+    passes = passes_forward + passes_update * recipe.ppo_epochs  # forward-equivalents that communicate
+    out = {k: passes * v for k, v in units.items()}
+    out["cp"] = (passes + passes_update) * units["cp"]
+    out["dp"] = units["dp"] if optimizer else 0.0
+    return out
 
 
-def rollout_seconds(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, rates: Rates, eff: Efficiency) -> dict:
-    """(prefill, decode) seconds of one step's generation: each vLLM TP group runs its share."""
+def training_communication(
+    m: ModelFacts,
+    lo: Layout,
+    s: Settings,
+    rates: Rates,
+    recipe: Recipe,
+    passes_forward: int,
+    passes_update: int,
+    optimizer: bool = True,
+) -> dict[str, float]:
+    """Seconds per kind of the update's and log-prob passes' collectives, per device and step (`optimizer`:
+    with the distributed optimizer's gradient reduce-scatter and parameter all-gather)."""
+    units = communication_units(m, lo, s, rates, recipe)
+    return scaled_communication(units, recipe, passes_forward, passes_update, optimizer)
+
+
+# -- the phases --------------------------------------------------------------------------------
+
+Terms = tuple[float, float]  # (a: seconds at peak that the phase's efficiency scales, b: seconds it does not)
+
+
+def rollout_terms(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, rates: Rates) -> Terms:
+    """`gen`: each vLLM replica (TP x DP engines, experts over EP when on) runs its share of the sequences, in
+    waves of what its cache holds; prefill at peak FLOPs, decode iterations bound by the larger of HBM traffic
+    and compute (both scaled by the `gen` efficiency), each layer's collectives not scaled."""
     groups = max(1, lo.world // lo.gen_tp)
     sequences = s.step_sequences / groups
     prompt, response = s.prompt_length, min(s.response_length, max(1, s.rollout_length - s.prompt_length))
     peak = rates.bf16_tflops * 1e12
-    prefill = sequences * prompt * forward_flops_per_token(m, prompt / 2) / (lo.gen_tp * peak * eff.prefill_mfu)
+    prefill = sequences * prompt * forward_flops_per_token(m, prompt / 2) / (lo.gen_tp * peak)
     batch = max(1.0, min(float(s.max_num_seqs), float(max(1, e.sequences_fit)), sequences))
     waves = math.ceil(sequences / batch)
     # Weights read per iteration: dense always, experts only those the batch's tokens touch.
@@ -301,8 +433,8 @@ def rollout_seconds(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, r
     kv_token = e.rollout_breakdown["kv_per_token_kib"] * 1024
     state = e.rollout_breakdown["gdn_state_per_sequence_mib"] * 2**20
     cache = batch * (context * kv_token + 2 * state)  # GDN state read and written back
-    memory = (weights + cache) / (rates.hbm_gbps * GB * eff.decode_bandwidth)
-    compute = batch * forward_flops_per_token(m, context) / lo.gen_tp / (peak * eff.prefill_mfu)
+    memory = (weights + cache) / (rates.hbm_gbps * GB)
+    compute = batch * forward_flops_per_token(m, context) / lo.gen_tp / peak
     # Per layer: 2 TP all-reduces of the batch's hidden states, 2 EP all-to-alls of its routed copies.
     comm = 0.0
     if lo.gen_tp > 1:
@@ -313,21 +445,23 @@ def rollout_seconds(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, r
         comm += (
             m.num_layers * 2 * (_latency(lo.gen_ep, 1, lo, rates) + all_to_all_seconds(a2a, lo.gen_ep, 1, lo, rates))
         )
-    decode = waves * response * (max(memory, compute) + comm)
-    return {"rollout_prefill": prefill, "rollout_decode": decode}
+    return prefill + waves * response * max(memory, compute), waves * response * comm
 
 
-def weight_sync_seconds(m: ModelFacts, lo: Layout, rates: Rates) -> float:
-    """verl streams every full bf16 tensor to the colocated vLLM worker (the Megatron-Bridge export:
-    each tensor broadcast over PP and gathered over TP, experts over EP x ETP), so each device
-    receives what its own shard lacks over those groups' links, then vLLM copies it in."""
-    routed = BF16 * m.num_layers * m.experts * m.expert
-    dense = BF16 * m.params_total - routed
-    pp_stride = lo.world // lo.pp
-    seconds = ring_seconds(dense * (1 - 1 / lo.tp) / lo.pp, lo.tp, 1, lo, rates)
-    seconds += ring_seconds(routed * (1 - 1 / (lo.ep * lo.etp)) / lo.pp, lo.ep * lo.etp, 1, lo, rates)
-    seconds += ring_seconds((dense + routed) * (1 - 1 / lo.pp), lo.pp, pp_stride, lo, rates)
-    return seconds + (dense + routed) / (rates.hbm_gbps * GB)
+def gdn_state_seconds(m: ModelFacts, lo: Layout, tokens: float, rates: Rates) -> float:
+    """One forward's HBM traffic of Gated DeltaNet's chunked kernel on one rank: the fp32 state (Hv x dk x dv) of
+    every head written and read once per chunk of GDN_CHUNK tokens (fla chunk_gated_delta_rule), beside the
+    matmuls' FLOPs; per device (heads split by TP)."""
+    state = m.gdn_value_heads * m.gdn_key_dim * m.gdn_value_dim * FP32 * 2 / lo.tp
+    return m.gdn_layers / lo.pp * tokens / GDN_CHUNK * state / (rates.hbm_gbps * GB)
+
+
+def weight_sync_terms(m: ModelFacts, lo: Layout, rates: Rates) -> Terms:
+    """`update_weights`: verl streams every full bf16 tensor (gathered over TP/EP/PP from Megatron) through
+    buckets to each colocated vLLM worker, which keeps its shard: every device handles the whole model once.
+    `a`: that model's bytes at HBM speed (the `update_weights` efficiency absorbs the gathers, the bucket copies
+    and the per-tensor overhead, which one published row measures); no `b`."""
+    return BF16 * (m.params_total + m.mtp_extra) / (rates.hbm_gbps * GB), 0.0
 
 
 def offload_seconds(e: MemoryEstimate, s: Settings) -> float:
@@ -341,52 +475,76 @@ def offload_seconds(e: MemoryEstimate, s: Settings) -> float:
     return moved * 2**30 / (PCIE_GBPS * GB)
 
 
-def training_seconds(
-    m: ModelFacts,
-    lo: Layout,
-    s: Settings,
-    rates: Rates,
-    eff: Efficiency,
-    recipe: Recipe = Recipe(),
-    split: Split | None = None,
-) -> dict[str, float]:
-    """The parts of a step that depend on the training layout only (no rollout, no offload)."""
+def training_terms(
+    m: ModelFacts, lo: Layout, s: Settings, rates: Rates, recipe: Recipe = Recipe(), split: Split | None = None
+) -> tuple[dict[str, Terms], dict[str, float]]:
+    """The phases that depend on the training layout only (log-prob passes, update, weight sync), and the
+    collectives' seconds by kind. `s`: the timed settings (`Recipe.timed`)."""
     split = split or Split(first=s.first_last[0], last=s.first_last[1])
     seq = s.sequence_length
     tokens = s.step_sequences * seq
     peak = rates.bf16_tflops * 1e12
-    forward = tokens * forward_flops_per_token(m, seq / 2)
-    imbalance = stage_imbalance(m, lo, split, s.mtp_layers, seq / 2)
-    one_forward = forward * imbalance / (lo.world * peak * eff.train_mfu)
+    per_token = forward_flops_per_token(m, seq / 2)
+    imbalance = stage_imbalance(m, lo, split, s.mtp_layers, seq / 2, per_token)
+    one_forward = tokens * per_token * imbalance / (lo.world * peak)
     micro_tokens = (s.max_token_len or s.micro_batch * seq) / lo.cp
     lp_micro_tokens = (s.log_prob_max_token_len or s.log_prob_micro_batch * seq) / lo.cp
     recompute = 1 if s.recompute_granularity == "full" else 0
     update = (3 + recompute) * one_forward * recipe.ppo_epochs * gemm_slowdown(micro_tokens, m.hidden, lo.tp)
     log_prob = one_forward * gemm_slowdown(lp_micro_tokens, m.hidden, lo.tp)
-    log_prob = log_prob if recipe.calculate_old_log_prob else 0.0
-    ref = log_prob if s.uses_reference else 0.0
     # Bubble: (PP-1)/(VPP*m) of each pass, m micro-batches per DP rank (per mini-batch for the update).
-    bubble = 0.0
-    if lo.pp > 1:
-        per_dp = s.step_sequences / lo.dp
-        if s.max_token_len:
-            micro = max(1.0, s.mini_batch_sequences / lo.dp * seq / s.max_token_len)
-        else:
-            micro = max(1.0, s.mini_batch_sequences / (lo.dp * s.micro_batch))
-        lp_tokens = s.log_prob_max_token_len or s.log_prob_micro_batch * seq
-        lp_micro = max(1.0, per_dp * seq / lp_tokens)
-        bubble = update * (lo.pp - 1) / ((lo.vpp or 1) * micro)
-        bubble += (log_prob + ref) * (lo.pp - 1) / ((lo.vpp or 1) * lp_micro)
-    passes_forward = int(recipe.calculate_old_log_prob) + int(s.uses_reference)
-    comm = training_communication(m, lo, s, rates, recipe, passes_forward, 2 + recompute)
-    return {
-        "old_log_prob": log_prob,
-        "ref_log_prob": ref,
-        "update_compute": update,
-        **{f"comm_{kind}": t for kind, t in comm.items()},
-        "pipeline_bubble": bubble,
-        "weight_sync": weight_sync_seconds(m, lo, rates),
+    per_dp = s.step_sequences / lo.dp
+    if s.max_token_len:
+        micro = max(1.0, s.mini_batch_sequences / lo.dp * seq / s.max_token_len)
+    else:
+        micro = max(1.0, s.mini_batch_sequences / (lo.dp * s.micro_batch))
+    lp_micro = max(1.0, per_dp * seq / (s.log_prob_max_token_len or s.log_prob_micro_batch * seq))
+    vpp = lo.vpp or 1
+    update *= 1 + (lo.pp - 1) / (vpp * micro)
+    log_prob *= 1 + (lo.pp - 1) / (vpp * lp_micro)
+    gdn = gdn_state_seconds(m, lo, tokens / lo.dp / lo.cp, rates)
+    units = communication_units(m, lo, s, rates, recipe)
+    forward_comm = scaled_communication(units, recipe, 1, 0, optimizer=False)
+    update_comm = scaled_communication(units, recipe, 0, 2 + recompute)
+    if recipe.overlap_ep:  # hidden behind the other micro-batches' compute but for the first
+        update_comm["ep"] /= micro
+    if recipe.overlap_grad_reduce:  # hidden behind the backward but for the last bucket (~ one stage's layer)
+        update_comm["dp"] /= max(1.0, m.num_layers / lo.pp)
+    lp_b = sum(forward_comm.values()) + gdn
+    passes = int(recipe.calculate_old_log_prob) + int(s.uses_reference)
+    terms = {
+        "old_log_prob": (log_prob, lp_b) if recipe.calculate_old_log_prob else (0.0, 0.0),
+        "ref": (log_prob, lp_b) if s.uses_reference else (0.0, 0.0),
+        "update_actor": (update, sum(update_comm.values()) + (3 + recompute) * recipe.ppo_epochs * gdn),
+        "update_weights": weight_sync_terms(m, lo, rates),
     }
+    comm = {k: passes * forward_comm[k] + update_comm[k] for k in update_comm}
+    return terms, comm
+
+
+def combine(
+    rollout: Terms,
+    training: tuple[dict[str, Terms], dict[str, float]],
+    offload: float,
+    s: Settings,
+    lo: Layout,
+    cal: Calibration,
+    recipe: Recipe,
+) -> StepTime:
+    """A step from its rollout's and its training layout's terms (the planner computes each once); verl's
+    offload (load before, offload after the actor's passes) counts in `update_actor`."""
+    terms, comm = training
+    a, b = terms["update_actor"]
+    ordered = {"gen": rollout, **terms, "update_actor": (a, b + offload)}
+    return StepTime(
+        terms={p: ordered[p] for p in PHASES},
+        calibration=cal,
+        communication=comm,
+        tokens=s.step_sequences * s.sequence_length,
+        world=lo.world,
+        response_length=s.response_length,
+        response_is_mean=recipe.response_length is not None and recipe.response_length == s.response_length,
+    )
 
 
 def step_time(
@@ -395,158 +553,13 @@ def step_time(
     s: Settings,
     e: MemoryEstimate,
     rates: Rates,
-    eff: Efficiency | None = None,
+    cal: Calibration,
     recipe: Recipe = Recipe(),
     split: Split | None = None,
 ) -> StepTime:
-    """One GRPO step of this layout: seconds by part (the plan's `step_time.parts`, in `PARTS` order)."""
-    eff = eff or calibrated()
-    parts = {
-        **rollout_seconds(m, lo, s, e, rates, eff),
-        **training_seconds(m, lo, s, rates, eff, recipe, split),
-        "offload": offload_seconds(e, s),
-    }
-    return StepTime(parts={k: parts[k] for k in PARTS}, tokens=s.step_sequences * s.sequence_length, world=lo.world)
-
-
-PARTS = (
-    "rollout_prefill",
-    "rollout_decode",
-    "old_log_prob",
-    "ref_log_prob",
-    "update_compute",
-    "comm_tp",
-    "comm_cp",
-    "comm_ep",
-    "comm_etp",
-    "comm_pp",
-    "comm_dp",
-    "pipeline_bubble",
-    "weight_sync",
-    "offload",
-)
-
-
-# -- calibration ---------------------------------------------------------------------------------
-
-
-def load_measurements() -> list[dict[str, Any]]:
-    return yaml.safe_load(CALIBRATION.read_text())["measurements"]
-
-
-def row_facts(row: Mapping[str, Any]) -> ModelFacts:
-    """A measured model's facts; models without Qwen3.5's gated query (Qwen3) count q_proj once."""
-    facts = ModelFacts.of(row["model"])
-    if not row["model"].get("attention_output_gate", True):
-        model = row["model"]
-        q_and_o = 2 * model["num_attention_heads"] * model["head_dim"] * model["hidden_size"]
-        facts = dataclasses.replace(facts, attn_split=q_and_o)
-    return facts
-
-
-def _pretrain_parts(row: Mapping[str, Any], eff: Efficiency) -> tuple[float, float]:
-    """(compute-bound seconds at this efficiency, the rest) of one measured pre-training step."""
-    m, r = row_facts(row), row["run"]
-    lo = Layout(r["nodes"], r["devices_per_node"], r["tp"], r["pp"], r["cp"], r["ep"], r.get("etp", 1), r.get("vpp"), 1)
-    rates = Rates.of(row["hardware"])
-    seq, gbs = r["sequence_length"], r["global_batch_size"]
-    s = _settings(seq, gbs, gbs, r["micro_batch_size"], r.get("recompute"))
-    forward = gbs * seq * forward_flops_per_token(m, seq / 2)
-    imbalance = stage_imbalance(m, lo, Split(first=r.get("first_stage"), last=r.get("last_stage")), 0, seq / 2)
-    compute = (3 + (1 if r.get("recompute") == "full" else 0)) * forward * imbalance
-    compute *= gemm_slowdown(r["micro_batch_size"] * seq / lo.cp, m.hidden, lo.tp)
-    compute /= lo.world * rates.bf16_tflops * 1e12 * eff.train_mfu
-    micro = gbs / (lo.dp * r["micro_batch_size"])
-    bubble = compute * (lo.pp - 1) / ((lo.vpp or 1) * micro) if lo.pp > 1 else 0.0
-    comm = training_communication(m, lo, s, rates, Recipe(), 0, 3 - 1)
-    return compute + bubble, sum(comm.values())
-
-
-def _settings(seq: int, step_sequences: int, mini: int, micro: int, recompute: str | None, **kw: Any) -> Settings:
-    base = dict(
-        device_memory_gib=80.0, host_memory_gib=2048.0, reserved_gib=4.0, prompt_length=0, response_length=seq,
-        max_model_len=None, micro_batch=micro, max_token_len=None, mini_batch_sequences=mini,
-        step_sequences=step_sequences, param_offload=False, grad_offload=False, optimizer_offload=False,
-        optimizer_cpu_offload=False, optimizer_offload_fraction=0.0, grad_bytes=FP32, optimizer_bytes=12,
-        recompute_granularity=recompute, recompute_method=None, recompute_num_layers=None,
-        sequence_parallel=True, uses_reference=False, mtp_layers=0,
-    )  # fmt: skip
-    return Settings(**(base | kw))
-
-
-def predict(row: Mapping[str, Any], eff: Efficiency) -> float:
-    """Predicted seconds of one measured row (pre-training iteration or GRPO step) at `eff`."""
-    if row["kind"] == "pretrain":
-        compute, rest = _pretrain_parts(row, eff)
-        return compute + rest
-    return _grpo_step(row, eff).seconds
-
-
-def _grpo_step(row: Mapping[str, Any], eff: Efficiency) -> StepTime:
-    """A measured GRPO step (NeMo RL's: generation, policy log-probs, training, refit), colocated."""
-    m, r = row_facts(row), row["run"]
-    lo = Layout(
-        r["nodes"], r["devices_per_node"], r["tp"], r["pp"], r["cp"], r["ep"], r.get("etp", 1), r.get("vpp"),
-        r["gen_tp"], r.get("gen_dp", 1), 1, r.get("gen_ep", 1),
-    )  # fmt: skip
-    s = _settings(
-        r["sequence_length"], r["generated_sequences"], r["train_batch_sequences"], r["micro_batch_size"],
-        r.get("recompute"), prompt_length=r.get("prompt_length", 0),
-        response_length=r["sequence_length"] - r.get("prompt_length", 0),
-        gpu_memory_utilization=r.get("gpu_memory_utilization", 0.6), max_num_seqs=r.get("max_num_seqs", 256),
-        device_memory_gib=row["hardware"].get("device_memory_gib", 80.0),
-    )  # fmt: skip
-    e = estimate_layout(m, lo, s)
-    return step_time(m, lo, s, e, Rates.of(row["hardware"]), eff, Recipe(calculate_old_log_prob=True))
-
-
-def _solve(row: Mapping[str, Any], eff: Efficiency, field: str) -> float | None:
-    """The value of `field` that makes this row's prediction equal its measurement (bisection on a
-    monotone prediction); None when even a perfect kernel would be slower (the rest is too slow)."""
-    measured = row["measured_seconds"]
-    lo, hi = 1e-3, 1.0
-    if predict(row, dataclasses.replace(eff, **{field: hi})) > measured:
-        return None
-    for _ in range(50):
-        mid = (lo + hi) / 2
-        if predict(row, dataclasses.replace(eff, **{field: mid})) > measured:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
-
-
-FITS = {"pretrain": "train_mfu", "grpo": "decode_bandwidth"}
-START = Efficiency(train_mfu=0.3, decode_bandwidth=0.5, prefill_mfu=0.3)
-
-
-@dataclass(frozen=True)
-class Fit:
-    efficiency: Efficiency
-    per_row: list[tuple[dict[str, Any], float | None, float]]  # (row, its own best value, residual at the fit)
-
-
-def fit(rows: list[dict[str, Any]] | None = None) -> Fit:
-    """Training MFU from the pre-training rows (the median of each row's own value), then the decode
-    bandwidth share from the GRPO rows with that MFU; prefill runs at the training MFU."""
-    rows = load_measurements() if rows is None else rows
-    eff = START
-    own: dict[int, float | None] = {}
-    for kind, name in FITS.items():
-        values = []
-        for i, row in enumerate(rows):
-            if row["kind"] == kind and row.get("fit", True):
-                own[i] = _solve(row, eff, name)
-                values += [own[i]] if own[i] is not None else []
-        if values:
-            eff = dataclasses.replace(eff, **{name: statistics.median(values)})
-            if name == "train_mfu":
-                eff = dataclasses.replace(eff, prefill_mfu=eff.train_mfu)
-    per_row = [(row, own.get(i), predict(row, eff) / row["measured_seconds"] - 1) for i, row in enumerate(rows)]
-    return Fit(eff, per_row)
-
-
-@functools.cache
-def calibrated() -> Efficiency:
-    """The fitted efficiencies, computed once per process from the shipped measurements."""
-    return fit().efficiency
+    """One GRPO step of this layout under calibration `cal`; `e`: the memory estimate (at the configured lengths)."""
+    timed = recipe.timed(s)
+    rollout = rollout_terms(m, lo, timed, e, rates)
+    return combine(
+        rollout, training_terms(m, lo, timed, rates, recipe, split), offload_seconds(e, s), timed, lo, cal, recipe
+    )

@@ -28,6 +28,10 @@ The config is composed once (by the caller); layouts are varied in-process, neve
 
 import copy
 import dataclasses
+import functools
+import heapq
+import math
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -39,21 +43,23 @@ from verl_qwen35.checks.batches import batch_problems, uses_reference
 from verl_qwen35.checks.layout import layout_problems, sequence_parallel_problems
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.rollout import rollout_problems
+from verl_qwen35.model.calibration import calibration_of
 from verl_qwen35.model.layout import Layout, divisors
 from verl_qwen35.model.memory import MemoryEstimate, ModelFacts, Settings, estimate_layout
 from verl_qwen35.model.pipeline import Split
 from verl_qwen35.model.run import Run
 from verl_qwen35.model.step_time import (
-    PARTS,
-    Efficiency,
+    Calibration,
     Rates,
     Recipe,
     StepTime,
-    calibrated,
+    Terms,
+    combine,
     offload_seconds,
-    rollout_seconds,
+    phase_seconds,
+    rollout_terms,
     stage_imbalance,
-    training_seconds,
+    training_terms,
 )
 
 TRAINING = ("tp", "pp", "cp", "ep", "etp", "vpp")
@@ -89,6 +95,7 @@ class Candidate:
     warnings: tuple[str, ...]
     time: StepTime
     actionable: bool = False  # a warning asks for a change (not a mere note such as SP at TP 1)
+    tier: int = 0  # 1: within the band of the fastest (the model cannot tell them apart); 2: slower; 0: unranked
 
     @property
     def fits(self) -> bool:
@@ -213,6 +220,57 @@ def rank_key(c: Candidate) -> tuple:
     return (not c.fits, c.actionable, round(c.time.seconds, 2), -c.headroom)
 
 
+# A layout with less memory headroom than this never ranks first (`verl-qwen35 plan --min-headroom`).
+MIN_HEADROOM = 0.10
+
+
+def crossing_groups(lo: Layout) -> int:
+    """How many of the layout's group kinds (TP, CP, EP, ETP, DP, PP) span more than one node (megatron-core's
+    rank order tp-cp-ep-dp-pp; experts etp-ep-edp-pp): each such group's traffic leaves the node."""
+    kinds = (
+        (lo.tp, 1),
+        (lo.cp, lo.tp),
+        (lo.ep, lo.etp),
+        (lo.etp, 1),
+        (lo.dp, lo.tp * lo.cp),
+        (lo.pp, lo.world // lo.pp),
+    )
+    return sum(1 for size, stride in kinds if size > 1 and size * stride > lo.devices_per_node)
+
+
+def tiered(cands: list[Candidate], own: Layout | None = None, min_headroom: float = MIN_HEADROOM) -> list[Candidate]:
+    """Tier 1: the layouts that fit without a warning asking for a change whose predicted step lies within the
+    band of the fastest one's (its `high`): the model cannot tell them apart, so they are ordered by what an
+    operator values: headroom at or above `min_headroom` first (a layout under it never ranks first), more
+    headroom (in steps of 5%), fewer groups crossing nodes, the config's own (shipped) layout, then seconds.
+    The rest (tier 2) follow by predicted seconds."""
+    ranked = sorted(cands, key=rank_key)
+    clean = [c for c in ranked if c.fits and not c.actionable]
+    if not clean:
+        return [dataclasses.replace(c, tier=2) for c in ranked]
+    fastest = clean[0].time
+    first = [c for c in clean if c.time.total <= fastest.high]
+
+    def operator(c: Candidate) -> tuple:
+        base = (
+            dataclasses.replace(c.layout, gen_tp=own.gen_tp, gen_dp=own.gen_dp, gen_pp=own.gen_pp, gen_ep=own.gen_ep)
+            if own
+            else None
+        )
+        return (
+            c.headroom < min_headroom,
+            -math.floor(c.headroom * 20),
+            crossing_groups(c.layout),
+            own is None or shape_of(c.layout) != shape_of(own) or base != own,
+            c.time.total,
+        )
+
+    ones = {id(c) for c in first}
+    return [dataclasses.replace(c, tier=1) for c in sorted(first, key=operator)] + [
+        dataclasses.replace(c, tier=2) for c in ranked if id(c) not in ones
+    ]
+
+
 @dataclass(frozen=True)
 class Model:
     """What every candidate of one search shares: facts, settings, rates, efficiencies, recipe."""
@@ -220,7 +278,7 @@ class Model:
     facts: ModelFacts
     settings: Settings
     rates: Rates
-    efficiency: Efficiency
+    calibration: Calibration
     recipe: Recipe
 
     @classmethod
@@ -228,27 +286,41 @@ class Model:
         """`run`: its facts and settings, read once when it was built (else read from `plain`)."""
         facts = run.facts if run is not None and run.facts is not None else ModelFacts.of(plain.model)
         settings = run.settings if run is not None and run.settings is not None else Settings.of(plain)
-        return cls(facts, settings, Rates.of(plain.hardware), calibrated(), Recipe.of(plain))
+        return cls(facts, settings, Rates.of(plain.hardware), calibration_of(plain), Recipe.of(plain))
 
     def settings_for(self, split: Split) -> Settings:
         if (split.first, split.last) == self.settings.first_last:
             return self.settings
         return dataclasses.replace(self.settings, first_last=(split.first, split.last))
 
+    @functools.cached_property
+    def timed(self) -> Settings:
+        """The settings the time model runs on (the stage split aside, which the time model takes apart)."""
+        return self.recipe.timed(self.settings)
+
     def candidate(
-        self, lo: Layout, split: Split, warnings: tuple[str, ...], train: dict[str, float], actionable: bool = False
+        self,
+        lo: Layout,
+        split: Split,
+        warnings: tuple[str, ...],
+        train: Any,
+        actionable: bool = False,
+        gen: Terms | None = None,
     ) -> Candidate:
+        """`gen`: the rollout layout's terms when already computed (they depend on the rollout layout only)."""
         s = self.settings_for(split)
         e = estimate_layout(self.facts, lo, s)
-        parts = {**rollout_seconds(self.facts, lo, s, e, self.rates, self.efficiency), **train}
-        parts["offload"] = offload_seconds(e, s)
-        ordered = {k: parts[k] for k in PARTS}
-        time = StepTime(ordered, s.step_sequences * s.sequence_length, lo.world)
+        timed = self.recipe.timed(s)
+        rollout = gen if gen is not None else rollout_terms(self.facts, lo, timed, e, self.rates)
+        time = combine(rollout, train, offload_seconds(e, s), timed, lo, self.calibration, self.recipe)
         return Candidate(lo, split, e, warnings, time, actionable)
 
-    def training(self, lo: Layout, split: Split) -> dict[str, float]:
-        s = self.settings_for(split)
-        return training_seconds(self.facts, lo, s, self.rates, self.efficiency, self.recipe, split)
+    def training(self, lo: Layout, split: Split) -> tuple[dict[str, Terms], dict[str, float]]:
+        return training_terms(self.facts, lo, self.timed, self.rates, self.recipe, split)
+
+    def seconds(self, terms: dict[str, Terms]) -> float:
+        """Seconds of these phases under the calibration (a bound for the search's order)."""
+        return sum(phase_seconds(terms, self.calibration.efficiency).values())
 
 
 @dataclass
@@ -261,13 +333,16 @@ class Search:
     rollout_judged: int
     rollout_accepted: int
     closest: list[Candidate]  # when nothing fits: the smallest peaks, to say how far off
+    tier_size: int = 0  # parallel shapes in tier 1 (listed or not): how many the model cannot tell apart
 
 
 # Rollout layouts tried per training layout (fastest first) before it counts as not fitting.
 ROLLOUT_TRIES = 12
 
 
-def search(cfg: DictConfig | Run, device: str | None = None, top: int = 10) -> Search:
+def search(
+    cfg: DictConfig | Run, device: str | None = None, top: int = 10, min_headroom: float = MIN_HEADROOM
+) -> Search:
     """Accepted layouts of this run's (or resolved config's) cluster and model that fit, fastest first
     (`top`; 0: all); `device` defaults to the config's.
 
@@ -287,35 +362,53 @@ def search(cfg: DictConfig | Run, device: str | None = None, top: int = 10) -> S
     rollouts = []
     for lo, w in accepted:  # vLLM's weights, KV bytes and cache size do not depend on the training layout
         e = estimate_layout(model.facts, lo, model.settings)
-        parts = rollout_seconds(model.facts, lo, model.settings, e, model.rates, model.efficiency)
-        rollouts.append((bool(w), sum(parts.values()), lo))
+        gen = rollout_terms(model.facts, lo, model.timed, e, model.rates)
+        rollouts.append((bool(w), model.seconds({"gen": gen}), lo, gen))
     rollouts.sort(key=lambda item: item[:2])  # without warnings first, then fastest
-    fastest = min((seconds for _, seconds, _ in rollouts), default=0.0)
+    fastest = min((seconds for _, seconds, _, _ in rollouts), default=0.0)
     # (a warning asks for a change, a lower bound of the step's seconds): no pairing ranks before its bound.
     ordered = sorted(
         (
-            ((bool(w), sum(train.values()) + fastest), lo, split, w, notes, train)
+            ((bool(w), model.seconds(train[0]) + fastest), lo, split, w, notes, train)
             for lo, split, w, notes in trainings
             for train in [model.training(lo, split)]
         ),
         key=lambda item: item[0],
     )
-    best: dict[tuple[int, ...], Candidate] = {}  # one row per parallel shape: its fastest VPP and stage split
+    best: dict[tuple[int, ...], tuple[tuple, Candidate]] = {}  # per parallel shape: its fastest VPP and split
     closest: list[Candidate] = []
+    fastest_clean: Candidate | None = None  # tier 1 is what lies within this one's band: it is searched whole
     threshold = (True, float("inf"))  # the top-th listed layout's (actionable, seconds): no later bound beats it
     for bound, lo, split, w, notes, train in ordered:
         if bound > threshold:
             break
+        shape = shape_of(lo)
+        if shape in best and _cannot_beat(bound, best[shape][1]):
+            continue  # another VPP or stage split of a shape found faster: it cannot replace it
         c = _paired(model, lo, split, w, notes, train, rollouts, rollout_warnings)
+        key = rank_key(c)
         if not c.fits:
             closest = sorted([*closest, c], key=lambda c: c.estimate.peak_gib)[:5]
-        elif (shape := shape_of(c.layout)) not in best or rank_key(c) < rank_key(best[shape]):
-            best[shape] = c
-            if top and len(best) >= top:
-                kth = sorted(best.values(), key=rank_key)[top - 1]
-                threshold = (kth.actionable, kth.time.seconds)
-    listed = sorted(best.values(), key=rank_key)
-    return Search(listed[:top] if top else listed, trained[0], len(trainings), rolled[0], len(rollouts), closest)
+            continue
+        if shape in best and key >= best[shape][0]:
+            continue
+        best[shape] = (key, c)
+        if not c.actionable and (fastest_clean is None or key < rank_key(fastest_clean)):
+            fastest_clean = c
+        if top and len(best) >= top:
+            kth = heapq.nsmallest(top, best.values(), key=operator.itemgetter(0))[-1][1]
+            band = fastest_clean.time.high if fastest_clean is not None else 0.0
+            threshold = (kth.actionable, max(kth.time.seconds, band))
+    listed = tiered([c for _, c in best.values()], own, min_headroom)
+    ones = sum(1 for c in listed if c.tier == 1)
+    kept = listed[:top] if top else listed
+    return Search(kept, trained[0], len(trainings), rolled[0], len(rollouts), closest, ones)
+
+
+def _cannot_beat(bound: tuple[bool, float], found: Candidate) -> bool:
+    """A pairing whose (warning flag, lower bound of seconds) is beyond `found`'s rank can never rank before it
+    (`rank_key` rounds seconds to 0.01)."""
+    return bound[0] > found.actionable or (bound[0] == found.actionable and bound[1] > found.time.seconds + 0.01)
 
 
 def shape_of(lo: Layout) -> tuple[int, ...]:
@@ -329,17 +422,17 @@ def _paired(
     split: Split,
     train_warnings: list[Problem],
     train_notes: list[Problem],
-    train_parts: dict[str, float],
-    rollouts: list[tuple[bool, float, Layout]],
+    train_parts: Any,
+    rollouts: list[tuple[bool, float, Layout, Terms]],
     rollout_warnings: dict[tuple[int, int, int], list[Problem]],
 ) -> Candidate:
     """This training layout with the fastest rollout layout (without warnings first) it fits with."""
     first = None
-    for _, _, roll in rollouts[:ROLLOUT_TRIES]:
+    for _, _, roll, gen in rollouts[:ROLLOUT_TRIES]:
         lo = dataclasses.replace(train, gen_tp=roll.gen_tp, gen_dp=roll.gen_dp, gen_pp=1, gen_ep=roll.gen_ep)
         actionable = [*train_warnings, *rollout_warnings[(roll.gen_tp, roll.gen_dp, roll.gen_ep)]]
         warnings = tuple(str(p) for p in [*actionable, *train_notes])
-        candidate = model.candidate(lo, split, warnings, train_parts, bool(actionable))
+        candidate = model.candidate(lo, split, warnings, train_parts, bool(actionable), gen)
         if candidate.fits:
             return candidate
         first = first or candidate

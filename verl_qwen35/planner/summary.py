@@ -19,17 +19,12 @@ def step_lines(cfg: DictConfig, steps: int | None = None, estimate: MemoryEstima
         t = predicted_step(cfg, estimate)
     except InputError as err:
         return [f"step       not predicted: {err}"]
-    p = t.parts
-    comm = sum(v for k, v in p.items() if k.startswith("comm_"))
-    hours = f", {t.device_hours(steps):.0f} device-hours for {steps} steps" if steps else ""
+    p = t.phases
     return [
-        f"time       ~{t.seconds:.0f} s a step, {t.tokens_per_second_per_device:.0f} tokens/s per device{hours}: "
-        f"rollout {p['rollout_prefill'] + p['rollout_decode']:.1f}, log-prob {p['old_log_prob']:.1f}, "
-        f"ref {p['ref_log_prob']:.1f}, update {p['update_compute']:.1f}, communication {comm:.1f}, "
-        f"bubble {p['pipeline_bubble']:.1f}, weight sync {p['weight_sync']:.1f}, offload {p['offload']:.1f} s",
-        "           communication "
-        + ", ".join(f"{k.removeprefix('comm_')} {v:.1f}" for k, v in p.items() if k.startswith("comm_"))
-        + " s (docs/planning.md, Step time)",
+        f"time       {t.phrase(steps)}, {t.tokens_per_second_per_device:.0f} tokens/s per device: "
+        + ", ".join(f"{k} {v:.1f}" for k, v in p.items())
+        + " s",
+        f"           assumes {t.assumption()}; {t.calibration.describe()} (docs/planning.md, Step time)",
     ]
 
 

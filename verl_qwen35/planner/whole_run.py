@@ -28,6 +28,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.schedule import train_rows, training_steps, uses_v1_trainer
+from verl_qwen35.model.calibration import calibration_of
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, MemoryEstimate, estimate_layout, read_inputs
 from verl_qwen35.model.step_time import Rates, Recipe, StepTime, step_time
@@ -64,7 +65,7 @@ def predicted_step(cfg: DictConfig, estimate: MemoryEstimate | None = None) -> S
     lo = Layout.of(cfg)
     if undivided := undivided_groups(lo):
         raise undivided
-    return step_time(m, lo, s, estimate or estimate_layout(m, lo, s), rates, recipe=Recipe.of(cfg))
+    return step_time(m, lo, s, estimate or estimate_layout(m, lo, s), rates, calibration_of(cfg), Recipe.of(cfg))
 
 
 def undivided_groups(lo: Layout) -> InputError | None:
@@ -93,7 +94,7 @@ def seconds_per_step(cfg: DictConfig, estimate: MemoryEstimate | None = None) ->
         t = predicted_step(cfg, estimate)
     except InputError:
         return None
-    return Band(t.seconds, t.seconds, t.seconds, banded=False)
+    return Band(t.total, t.low, t.high, banded=True)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ model does not describe dominates the run, and the plan's numbers for this setup
 No published measurement checks the memory estimate, so it gets the same band.
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 from omegaconf import DictConfig
@@ -28,6 +29,7 @@ from omegaconf import DictConfig
 from verl_qwen35.checks.memory import applies, estimable, estimate_of, input_problems
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError
+from verl_qwen35.model.step_time import Calibration
 from verl_qwen35.planner.whole_run import predicted_step
 from verl_qwen35.review.quantities import Measured
 
@@ -82,19 +84,33 @@ def _median(m: Measured) -> str:
     return "median after warm-up" if m.points else "-"
 
 
-def time_predictions(cfg: DictConfig, measured: dict[str, Measured]) -> tuple[list[Prediction], list[str]]:
+def time_predictions(
+    cfg: DictConfig, measured: dict[str, Measured], calibration: Calibration | None = None
+) -> tuple[list[Prediction], list[str]]:
+    """Step and rollout time as the plan predicts them; with `calibration` (a `calibrate` file), each again under
+    it ("after"), beside the record's own ("before")."""
     try:
-        t = predicted_step(cfg)
+        before = predicted_step(cfg)
     except InputError as err:
         return [], [f"step time not predicted: {err}"]
     short = _short_responses(cfg, measured)
     step, gen = measured["step_time"], measured["rollout_time"]
-    rollout = t.parts["rollout_prefill"] + t.parts["rollout_decode"]
-    rows = []
-    for name, predicted, m in (("step time", t.seconds, step), ("rollout time", rollout, gen)):
-        below = m.median is not None and m.median < predicted
-        rows.append(Prediction(name, "s", predicted, m.median, _median(m), m.key, short if below else ""))
-    return rows, []
+    rows, notes = [], [f"predicted with {before.calibration.describe()}"]
+    shown = [("", before)]
+    if calibration is not None:
+        shown.append((" (after)", dataclasses.replace(before, calibration=calibration)))
+        notes.append(f"(after): predicted with {calibration.describe()}")
+    for suffix, t in shown:
+        band = t.calibration.band["gen"]
+        for name, predicted, low, high, m in (
+            ("step time", t.total, t.low, t.high, step),
+            ("rollout time", t.phases["gen"], t.phases["gen"] * band[0], t.phases["gen"] * band[1], gen),
+        ):
+            below = m.median is not None and m.median < low
+            note = f"band {low:.0f}-{high:.0f} s"
+            note += f"; {short}" if below and short else ""
+            rows.append(Prediction(name + suffix, "s", predicted, m.median, _median(m), m.key, note))
+    return rows, notes
 
 
 def memory_predictions(cfg: DictConfig, measured: dict[str, Measured]) -> list[Prediction]:
@@ -117,12 +133,15 @@ def memory_predictions(cfg: DictConfig, measured: dict[str, Measured]) -> list[P
     return rows
 
 
-def predictions(cfg: DictConfig, measured: dict[str, Measured]) -> tuple[list[Prediction], list[str]]:
-    """The predictions of a launch record's config beside the measurements, and why any is missing."""
+def predictions(
+    cfg: DictConfig, measured: dict[str, Measured], calibration: Calibration | None = None
+) -> tuple[list[Prediction], list[str]]:
+    """The predictions of a launch record's config beside the measurements, and why any is missing; the step
+    times also under `calibration` when one is given."""
     if not applies(cfg):
         return [], ["no predictions: the recorded config has no hardware.* capacities or model.* facts"]
     if not estimable(cfg):
         why = "; ".join(str(p) for p in input_problems(cfg)) or "the recorded parallel.* layout does not split evenly"
         return [], [f"no predictions: {why}"]
-    time_rows, notes = time_predictions(cfg, measured)
+    time_rows, notes = time_predictions(cfg, measured, calibration)
     return time_rows + memory_predictions(cfg, measured), notes

@@ -18,6 +18,8 @@ from tabulate import tabulate
 from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.config.yaml_files import load_yaml
 from verl_qwen35.errors import UserError
+from verl_qwen35.model.step_time import Calibration
+from verl_qwen35.review.calibration_runs import interpolations
 from verl_qwen35.review.metrics import LogPlaces, Metrics, log_places, read_run
 from verl_qwen35.review.predictions import FAR, Prediction, predictions
 from verl_qwen35.review.quantities import QUANTITIES, Measured, measure_all
@@ -60,6 +62,9 @@ def launch_record(run_dir: Path) -> tuple[DictConfig | None, list[str]]:
     except UserError as err:
         return None, [f"no predictions: {err}"]
     notes = [f"{why}: its predictions may not be of the config that ran"] if (why := writable_by_others(path)) else []
+    if found := interpolations(OmegaConf.to_container(cfg, resolve=False)):
+        notes.append(f"no predictions: {path}: {found[0]} holds an interpolation (a launch writes none): not resolved")
+        return None, notes
     if broken := structure_problems(cfg):
         notes.append(f"no predictions: {path} lacks {', '.join(p.keys[0] for p in broken)}")
         return None, notes
@@ -86,8 +91,9 @@ def no_metrics(run_dir: Path, places: LogPlaces, cfg: DictConfig | None) -> User
     )
 
 
-def run_report(run_dir: Path) -> RunReport:
-    """Read a run directory; one UserError when it logged nothing or a log file is not readable."""
+def run_report(run_dir: Path, calibration: Calibration | None = None) -> RunReport:
+    """Read a run directory; one UserError when it logged nothing or a log file is not readable. `calibration`:
+    the step times are predicted under it too (after) beside the record's own (before)."""
     cfg, notes = launch_record(run_dir)
     places = log_places(run_dir, _recorded_env(cfg))
     metrics = read_run(places)
@@ -104,7 +110,7 @@ def run_report(run_dir: Path) -> RunReport:
     found: list[Prediction] = []
     if cfg is not None:
         try:
-            found, more = predictions(cfg, measured)
+            found, more = predictions(cfg, measured, calibration)
         except (ConfigAttributeError, ConfigKeyError) as err:
             found, more = [], [f"no predictions: the recorded config lacks {err.full_key}"]
         notes += more
@@ -130,7 +136,7 @@ def _overrides(job: Path) -> list[str]:
     return [str(o) for o in found] if isinstance(found, list) else []
 
 
-def sweep_reports(sweep_dir: Path) -> list[RunReport]:
+def sweep_reports(sweep_dir: Path, calibration: Calibration | None = None) -> list[RunReport]:
     """A report per job; a job that logged nothing is a row of "-" with the reason."""
     jobs = job_dirs(sweep_dir)
     names = swept_values([_overrides(job) for job in jobs])
@@ -138,7 +144,7 @@ def sweep_reports(sweep_dir: Path) -> list[RunReport]:
     for job, values in zip(jobs, names, strict=True):
         name = " ".join(f"{k}={v}" for k, v in values.items()) or f"job {job.name}"
         try:
-            report = run_report(job)
+            report = run_report(job, calibration)
         except UserError as err:
             report = RunReport(job, Metrics(), measure_all(Metrics()), notes=[str(err)])
         report.name = name

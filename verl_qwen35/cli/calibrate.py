@@ -1,0 +1,108 @@
+"""`verl-qwen35 calibrate RUN_DIR... [--out FILE] [--with-published]`: the step-time model fitted to your own runs.
+
+Reads each run's launch record and the per-phase timings verl logged (`timing_s/gen`, `old_log_prob`, `ref`,
+`update_actor`, `update_weights`; review/calibration_runs.py), fits the per-phase efficiencies to them
+(model/calibration.py: the runs are the rows; `--with-published` adds the shipped published rows), prints each
+phase's fit and every run's leave-one-out error, and writes the calibration file that `plan.calibration=FILE`
+gives the dry run, `verl-qwen35 plan` and `verl-qwen35 report --calibration FILE`.
+"""
+
+import argparse
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from verl_qwen35.cli.answers import answered
+from verl_qwen35.errors import UserError
+from verl_qwen35.model.calibration import as_yaml, calibrate, fit_lines, read_file, run_row, shipped, shipped_rows
+from verl_qwen35.model.memory import InputError
+from verl_qwen35.review.calibration_runs import measured_run
+
+PROG = "verl-qwen35 calibrate"
+DEFAULT_OUT = Path("calibration.yaml")
+
+
+def check_target(path: Path) -> None:
+    """Refuse to replace anything but an earlier calibration file (never a link, whose target would change)."""
+    if not os.path.lexists(path):
+        if not path.parent.is_dir():
+            raise UserError(f"--out {path}: {path.parent} is not a directory")
+        return
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise UserError(f"--out {path}: a symbolic link; not followed, not replaced: give the file itself")
+    if not stat.S_ISREG(info.st_mode):
+        raise UserError(f"--out {path}: not a regular file; give a new file or an earlier calibration file")
+    try:
+        read_file(str(path))
+    except InputError:
+        raise UserError(
+            f"--out {path}: exists and is not a calibration file of {PROG}; not replaced: give another --out"
+        ) from None
+
+
+def write(path: Path, text: str) -> None:
+    """A temporary file in the same directory, renamed over `path` once whole (rename replaces a link, never
+    writes through one)."""
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temp, 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def run(run_dirs: list[Path], out: Path, with_published: bool) -> int:
+    check_target(out)
+    rows, names, found_runs = [], [], []
+    for run_dir in run_dirs:
+        if not run_dir.is_dir():
+            raise UserError(f"{run_dir}: not a directory; give run directories (each holding launch.yaml)")
+        found = measured_run(run_dir.absolute())
+        try:
+            row = run_row(str(run_dir), found.config, found.phases, found.response_mean)
+        except InputError as err:
+            raise UserError(f"{run_dir / 'launch.yaml'}: {err}") from None
+        if not row.fitted:
+            raise UserError(f"{run_dir}: its logged phases ({', '.join(found.phases)}) are none the model predicts")
+        length = f", responses {found.response_mean} tokens on average" if found.response_mean else ""
+        print(f"run {run_dir}: {found.steps} step(s) after warm-up{length}: {', '.join(sorted(row.fitted))}")
+        rows.append(row)
+        found_runs.append(found)
+        names.append(str(run_dir.absolute()))
+    published = [r for r in shipped_rows() if r.fitted] if with_published else []
+    base = shipped()
+    what = f"{len(rows)} run(s)" + (f" and {len(published)} published rows" if published else "")
+    cal = calibrate([*rows, *published], f"{out} ({what})", base)
+    print(
+        f"fit on {what}; an efficiency no run measures, and the band of a phase fewer than two runs measure, keep "
+        "the published fit's"
+    )
+    print("\n".join(fit_lines(cal, [*rows, *published], base.efficiency)))
+    write(out, as_yaml(cal, names + [f"published: {r.id}" for r in published]))
+    print(f"wrote {out}: use it with plan.calibration={out.absolute()} (the dry run, {PROG.split()[0]} plan), and")
+    print(f"  {PROG.split()[0]} report RUN_DIR --calibration {out} for predicted against measured before and after")
+    if means := sorted({r.response_mean for r in found_runs if r.response_mean}):
+        print(
+            f"the runs' phases are fitted at the response lengths they logged ({', '.join(map(str, means))} tokens "
+            "on average): plan with plan.response_length=N, the mean you expect, for the same footing"
+        )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="runs launched by verl-qwen35")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"the calibration file (default ./{DEFAULT_OUT})")
+    parser.add_argument(
+        "--with-published", action="store_true", help="fit your runs together with the shipped published rows"
+    )
+    args = parser.parse_args(argv)
+    with answered(PROG):
+        return run(args.run_dirs, args.out, args.with_published)

@@ -1,0 +1,96 @@
+"""A run directory's measured phases, for `verl-qwen35 calibrate`: the config that ran and each phase's seconds.
+
+What `report` reads (review/report.py): the launch record (run/launch_record.py) for the config, the logs it
+names (review/metrics.py) for verl's `timing_s/<phase>` of every step. A run directory is data from someone we
+do not trust: the record is read as plain YAML (bounded, safe_load), and a record holding an interpolation
+(`${...}`, which a launch escapes in every value it writes) is refused, never resolved. Every refusal names the
+file.
+"""
+
+import re
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from verl_qwen35.checks.sections import structure_problems
+from verl_qwen35.errors import UserError
+from verl_qwen35.model.step_time import PHASES
+from verl_qwen35.review.metrics import Metrics, log_places, read_run
+from verl_qwen35.run.launch_record import LAUNCH_FILE, read_launch_file
+
+# `${` after an even number of backslashes (none included): OmegaConf would resolve it (`\${` is escaped text).
+_UNESCAPED = re.compile(r"(?<!\\)(?:\\\\)*\$\{")
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    run_dir: Path
+    config: DictConfig
+    phases: dict[str, float]  # phase -> median seconds over the steps after each start's first
+    steps: int  # the steps those medians rest on
+    response_mean: int | None  # median of verl's response_length/mean, the response length the phases ran at
+
+
+def interpolations(tree: Any, where: str = "") -> list[str]:
+    """The keys of a plain config tree (`OmegaConf.to_container(resolve=False)`) whose value would be resolved."""
+    if isinstance(tree, dict):
+        return [k for key, value in tree.items() for k in interpolations(value, f"{where}.{key}" if where else key)]
+    if isinstance(tree, list):
+        return [k for i, value in enumerate(tree) for k in interpolations(value, f"{where}[{i}]")]
+    return [where] if isinstance(tree, str) and _UNESCAPED.search(tree) else []
+
+
+def recorded_config(run_dir: Path) -> DictConfig:
+    """The run's launch record as data, or a UserError naming the file and what is wrong with it."""
+    path = run_dir / LAUNCH_FILE
+    if not path.is_file():
+        raise UserError(
+            f"{path}: no launch record; calibrate needs runs launched by verl-qwen35 (their {LAUNCH_FILE} is the "
+            "config that ran)"
+        )
+    cfg, _ = read_launch_file(path)
+    if found := interpolations(OmegaConf.to_container(cfg, resolve=False)):
+        raise UserError(
+            f"{path}: {found[0]} holds an interpolation (`${{...}}`); a launch writes resolved values only, so the "
+            "record was edited: it is not resolved, and not used"
+        )
+    if broken := structure_problems(cfg):
+        raise UserError(f"{path}: the recorded config lacks {', '.join(p.keys[0] for p in broken)}")
+    return cfg
+
+
+def _medians(metrics: Metrics) -> tuple[dict[str, float], int, int | None]:
+    """Each phase's median seconds and the mean response length's median, over the steps after each start's
+    first (all steps when there are no others), and how many steps that is."""
+    kept = [s for s in metrics.training_steps if s not in metrics.warm_up] or metrics.training_steps
+    medians = {}
+    for name in [f"timing_s/{phase}" for phase in PHASES] + ["response_length/mean"]:
+        values = [metrics.steps[s][name] for s in kept if name in metrics.steps[s]]
+        if values:
+            medians[name] = statistics.median(values)
+    phases = {p: medians[f"timing_s/{p}"] for p in PHASES if f"timing_s/{p}" in medians}
+    mean = round(medians.get("response_length/mean", 0))
+    return phases, len(kept), mean if mean > 0 else None
+
+
+def measured_run(run_dir: Path) -> MeasuredRun:
+    """The config and the median seconds of each verl phase the run logged; a UserError naming the file otherwise."""
+    cfg = recorded_config(run_dir)
+    env = OmegaConf.select(cfg, "env.set", default=None)
+    places = log_places(run_dir, {str(k): str(v) for k, v in env.items()} if env else {})
+    metrics = read_run(places)
+    if not metrics.steps:
+        raise UserError(
+            f"{places.metrics}: no metrics logged (nor tensorboard events in {places.tensorboard}); calibrate reads "
+            "verl's timing_s/<phase> of a run launched with logger=[console,file]"
+        )
+    phases, steps, mean = _medians(metrics)
+    if not phases:
+        raise UserError(
+            f"{places.metrics}: no timing_s/{{{','.join(PHASES)}}} metric in {', '.join(metrics.sources)}; "
+            "calibrate needs verl's per-phase timings"
+        )
+    return MeasuredRun(run_dir, cfg, phases, steps, mean)
