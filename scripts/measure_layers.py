@@ -245,7 +245,8 @@ def rows(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]
             {
                 "id": f"layers-{args.model}-{short}-{machine_tag(where['name'])}-{args.tokens}" + ("-tiny" * args.tiny),
                 "kind": "layers",
-                "fit": False,
+                "fit": [],  # a layer's kernel time, not one of verl's phases: printed, never fitted
+                "phases": {},
                 "tiny": args.tiny,
                 "layer": kind,
                 "source": (
