@@ -142,6 +142,10 @@ class Plan:
     # A .png or .svg file (chosen by the suffix): the layout's nodes x devices, each device's TP/CP/PP/EP/DP ranks,
     # the groups that cross a node boundary (review/picture.py). null: no picture.
     picture: str | None = None
+    # The megatron-core release ("0.18") whose rules a dry run follows, to plan for a machine whose megatron-core
+    # is not this one's (verl main pins 0.18: Gated DeltaNet with cp > 1 and packed sequences). null: the installed
+    # one, else 0.16 (the Ascend image's). A launch follows the installed one and refuses a different value here.
+    megatron_core: str | None = None
 
 
 @dataclass
