@@ -1,16 +1,21 @@
 """`verl-qwen35 import`: a verl launch script (or its recorded overrides) becomes a --config-dir preset that
 composes to the script's own config, key for key, but for the fixes the report lists."""
 
+import io
 import itertools
 import shlex
+import sys
 import tempfile
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 
+from tests.conftest import Outcome, exit_code
 from verl_qwen35.checks.versions import rules_line
+from verl_qwen35.cli.main import main
 from verl_qwen35.config import compose as compose_ours
 from verl_qwen35.imports.script import read_overrides, run_script
 from verl_qwen35.installed import installed_verl_schema, verl_config_dir
@@ -72,65 +77,125 @@ def _differences(script: dict, preset: dict) -> set[str]:
     }
 
 
+def _import(source: Path, device: str, out: Path) -> Outcome:
+    """`verl-qwen35 import SOURCE --device DEVICE --out OUT` in-process, as the `cli` fixture runs it, for a
+    module-scoped fixture (a list's /home/user paths are the HOME its preset reads)."""
+    err, said = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, redirect_stdout(said), redirect_stderr(err):
+        if source.suffix == ".txt":
+            patch.setenv("HOME", "/home/user")
+        patch.setattr(sys, "argv", ["verl_qwen35", "import", str(source), "--device", device, "--out", str(out)])
+        try:
+            code = main()
+        except SystemExit as stop:
+            code = exit_code(stop)
+    return Outcome(code, said.getvalue(), err.getvalue())
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory):
+    """`imported(source, device)`: the import's outcome and its preset directory, once per module (an import
+    composes verl's config and ours several times: seconds), shared by every test that inspects it."""
+    done: dict[tuple[Path, str], tuple[Outcome, Path]] = {}
+
+    def get(source: Path, device: str) -> tuple[Outcome, Path]:
+        if (source, device) not in done:
+            out = tmp_path_factory.mktemp("imported") / "preset"
+            done[source, device] = (_import(source, device, out), out)
+        return done[source, device]
+
+    return get
+
+
+# One import per distinct code path, each with a dry run: every verl Qwen3.5 Megatron GRPO script at 1dda039b
+# (examples/, examples/ascend_extras/, tests/special_npu/) on one device, and the seed's recorded lists (.txt:
+# read, not run) for the model and device pairs those scripts leave. Not repeated: a script's other device
+# branch (only values differ; that device's mapping is the seed list's) and upstream_overrides/*.txt (the
+# recordings of the 35B and 122B scripts: test_verls_scripts_record_the_overrides_verl_recorded).
+# (source, device, model)
+CASES = [
+    (VERL_SCRIPTS / "run_qwen3_5_35b_megatron.sh", "gpu", "35b"),
+    (VERL_SCRIPTS / "run_qwen3_5_122b_a10b_megatron.sh", "npu", "122b"),
+    (VERL_SCRIPTS / "run_qwen3_5_397b_megatron.sh", "gpu", "397b"),
+    (VERL_SCRIPTS / "run_qwen3_5_122b_a10b_32k_megatron.sh", "npu", "122b"),  # no max_model_len of ours under it
+    (VERL_SCRIPTS / "run_grpo_qwen3_5_35b_megatron_npu.sh", "npu", "35b"),  # the nightly CI: rm, mkdir, tee
+    (FIDELITY / "seed_overrides" / "35b_npu.txt", "npu", "35b"),
+    (FIDELITY / "seed_overrides" / "122b_gpu.txt", "gpu", "122b"),
+    (FIDELITY / "seed_overrides" / "397b_npu.txt", "npu", "397b"),
+]
+_DEFAULTS = "verl's default (the script leaves it; our preset has another value):"
+
+
 @pytest.mark.each_verl
-@pytest.mark.parametrize("listed", LISTS, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_an_imported_list_composes_to_the_script_but_for_the_reported_fixes(listed, cli, tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", "/home/user")
-    device = listed.stem.split("_")[1]
-    done = cli("import", str(listed), "--device", device, "--out", str(tmp_path / "preset"))
+@pytest.mark.parametrize(("source", "device", "model"), CASES, ids=lambda v: v.name if isinstance(v, Path) else v)
+def test_an_imported_preset_is_the_script_but_for_the_reported_fixes(imported, cli, monkeypatch, source, device, model):
+    done, out = imported(source, device)
     assert done.code == 0, done.said
     assert "still differs" not in done.out
-    recorded = read_overrides(listed)
+    if source.suffix == ".txt":
+        monkeypatch.setenv("HOME", "/home/user")
+        recorded = read_overrides(source)
+    else:
+        recorded = run_script(source, device)
     not_mapped = _section(done.out, "not mapped:")
     lacking = [line for line in recorded.overrides if line.startswith(NOT_IN_VERL[installed_verl_schema()])]
     assert sorted(line.split(": ", 1)[0].strip() for line in not_mapped) == sorted(lacking)
     script = _script_config(recorded.overrides, recorded.env)
-    preset = _preset_config(done.out.strip().splitlines()[-1])
+    command = done.out.strip().splitlines()[-1]
+    assert command.startswith(f"verl-qwen35 --config-dir {out} device={device} model={model}")
+    preset = _preset_config(command)
     unreported = _differences(script, preset) - _reported(done.out)
     assert not unreported, {k: (script.get(k), preset.get(k)) for k in unreported}
-    command = done.out.strip().splitlines()[-1]
-    assert f"model={listed.stem.split('_')[0]}" in command
+    if source.suffix == ".sh":  # the report says what the script set and what is verl's default apart
+        text = source.read_text()
+        given = [line.split(" -> ")[0].split(",")[0].strip() for line in _section(done.out, "set by the script:")]
+        assert given and all(key.removeprefix("export ") in text for key in given), given
+        defaults = [line.split(" -> ")[0].strip() for line in _section(done.out, _DEFAULTS)]
+        assert not [key for key in defaults if key.split(",")[0] in text], defaults
+        assert "model.hf_id" not in done.out  # the model path stays a path
     checked = cli(*shlex.split(command)[1:], "dry_run=true")
     assert checked.code == 0 and "verdict    OK" in checked.out, checked.said
+    assert "replaces the logger group" not in checked.out  # the script's trainer.logger became logger=[...]
+    assert rules_line(device) in checked.out  # the stack the rules assumed, as `verl-qwen35 doctor` says it
 
 
 @pytest.mark.each_verl
 @pytest.mark.parametrize("device", ["gpu", "npu"])
-def test_verls_script_records_the_overrides_verl_recorded(device):
-    recorded = run_script(VERL_SCRIPTS / "run_qwen3_5_35b_megatron.sh", device)
-    upstream = read_overrides(FIDELITY / "upstream_overrides" / f"35b_{device}.txt")
+@pytest.mark.parametrize("model", ["35b", "122b"])
+def test_verls_scripts_record_the_overrides_verl_recorded(model, device):
+    script = {"35b": "run_qwen3_5_35b_megatron.sh", "122b": "run_qwen3_5_122b_a10b_megatron.sh"}[model]
+    recorded = run_script(VERL_SCRIPTS / script, device)
+    upstream = read_overrides(FIDELITY / "upstream_overrides" / f"{model}_{device}.txt")
     assert recorded.overrides == [line.replace("/home/user", "${oc.env:HOME}") for line in upstream.overrides]
     assert recorded.env == upstream.env
-    assert recorded.unset_proxies is False  # the 35B script never clears proxies
+    assert recorded.unset_proxies is (model == "122b")  # the 122B script clears proxies, the 35B one does not
 
 
-def test_the_report_ends_with_a_command_whose_dry_run_passes(cli, tmp_path):
-    done = cli("import", str(FIXTURE), "--device", "npu", "--out", str(tmp_path / "preset"))
-    assert done.code == 0, done.said
-    command = done.out.strip().splitlines()[-1]
-    assert command.startswith(f"verl-qwen35 --config-dir {tmp_path / 'preset'} device=npu model=35b")
-    assert "proxies cleared on every device" in done.out
-    assert "parallel/imported.yaml:pp = 2" not in done.out  # 35b_npu's own layout: nothing to write
-    checked = cli(*shlex.split(command)[1:], "dry_run=true")
-    assert checked.code == 0, checked.said
-    assert "verdict    OK" in checked.out
-
-
-def test_a_changed_layout_lands_in_parallel(cli, tmp_path):
-    script = tmp_path / "mine.sh"
+@pytest.fixture(scope="module")
+def style_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A script in verl's style that clears proxies on npu only and takes its GPU layout from TP/PP/EP, run
+    by a wrapper that gives TP=4 PP=2 EP=4 and one more override."""
+    folder = tmp_path_factory.mktemp("style")
     text = FIXTURE.read_text().replace("gpu) TP=2; PP=1; EP=8;", "gpu) TP=${TP:-2}; PP=${PP:-1}; EP=${EP:-8};")
-    (tmp_path / "fixture.sh").write_text(text)
-    script.write_text(f"TP=4 PP=2 EP=4 exec bash {tmp_path / 'fixture.sh'} actor_rollout_ref.rollout.n=8\n")
-    done = cli("import", str(script), "--out", str(tmp_path / "preset"))
+    text = text.replace(
+        "    export CPU_AFFINITY_CONF=1\n", "    export CPU_AFFINITY_CONF=1\n    unset http_proxy https_proxy\n"
+    )
+    (folder / "fixture.sh").write_text(text)
+    (folder / "mine.sh").write_text(f"TP=4 PP=2 EP=4 exec bash {folder / 'fixture.sh'} actor_rollout_ref.rollout.n=8\n")
+    return folder / "mine.sh"
+
+
+def test_a_changed_layout_lands_in_parallel(imported, style_script):
+    done, out = imported(style_script, "gpu")
     assert done.code == 0, done.said
-    layout = yaml.safe_load((tmp_path / "preset" / "parallel" / "imported.yaml").read_text())
+    layout = yaml.safe_load((out / "parallel" / "imported.yaml").read_text())
     assert {k: layout[k] for k in ("tp", "pp", "ep")} == {"tp": 4, "pp": 2, "ep": 4}
     assert "parallel=imported" in done.out.splitlines()[-1]
-    cfg = compose_ours(shlex.split(done.out.splitlines()[-1])[3:], [tmp_path / "preset"])
+    cfg = compose_ours(shlex.split(done.out.splitlines()[-1])[3:], [out])
     assert cfg.actor_rollout_ref.ref.megatron.tensor_model_parallel_size == 4
     assert cfg.actor_rollout_ref.rollout.n == 8
     # verl derives actor.rollout_n (and the critic's) from rollout.n: not written, so they keep following it
-    assert "rollout_n" not in (tmp_path / "preset" / "tuning" / "imported.yaml").read_text()
+    assert "rollout_n" not in (out / "tuning" / "imported.yaml").read_text()
     assert cfg.actor_rollout_ref.actor.rollout_n == 8
 
 
@@ -176,80 +241,48 @@ def test_an_out_that_is_a_file_or_not_empty_is_refused(cli, tmp_path, kind):
     assert (out.read_text() == "x") if kind == "file" else sorted(p.name for p in out.iterdir()) == ["keep.yaml"]
 
 
-def test_secrets_are_not_written(cli, tmp_path):
-    token = "hf_" + "a1B2c3D4e5F6g7H8i9J0kLmN"
-    script = tmp_path / "secret.sh"
+TOKEN = "hf_" + "a1B2c3D4e5F6g7H8i9J0kLmN"
+TRICKY = "a: b # c - ${oc.env:PATH} [x]"  # YAML syntax and an interpolation, as a value
+
+
+@pytest.fixture(scope="module")
+def odd_values(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A script exporting a secret and a plain variable, with a token as a value and a value that reads as YAML."""
+    script = tmp_path_factory.mktemp("odd") / "odd.sh"
+    tricky = shlex.quote(f"trainer.project_name='{TRICKY}'".replace("${", "\\${"))
     script.write_text(
         f"export WANDB_API_KEY=0123456789abcdef0123\nexport MY_NOTE=keep\n"
         f"python3 -m verl.trainer.main_ppo model_engine=megatron actor_rollout_ref.model.path=Qwen/Qwen3.5-35B-A3B "
-        f"trainer.experiment_name={token}\n"
+        f"trainer.experiment_name={TOKEN} {tricky}\n"
     )
-    done = cli("import", str(script), "--out", str(tmp_path / "preset"))
+    return script
+
+
+def test_secrets_are_not_written(imported, odd_values):
+    done, out = imported(odd_values, "gpu")
     assert done.code == 0, done.said
-    written = "".join(p.read_text() for p in (tmp_path / "preset").rglob("*.yaml"))
-    assert "0123456789abcdef0123" not in written and token not in written and "WANDB_API_KEY" not in written
+    written = "".join(p.read_text() for p in out.rglob("*.yaml"))
+    assert "0123456789abcdef0123" not in written and TOKEN not in written and "WANDB_API_KEY" not in written
     assert "MY_NOTE: keep" in written
     assert "WANDB_API_KEY: not written" in done.out and "trainer.experiment_name: not written" in done.out
-    assert token not in done.out
+    assert TOKEN not in done.out
 
 
-def test_values_are_written_as_yaml_data_not_as_config(cli, tmp_path):
+def test_values_are_written_as_yaml_data_not_as_config(imported, odd_values):
     """A value holding YAML syntax or an interpolation comes back as the same string, nothing else."""
-    tricky = "a: b # c\n- ${oc.env:PATH} [x]"
-    listed = tmp_path / "mine.txt"
-    listed.write_text(
-        "model_engine=megatron\nactor_rollout_ref.model.path=Qwen/Qwen3.5-35B-A3B\n"
-        f"trainer.experiment_name='{tricky.replace(chr(10), ' ')}'\n".replace("${", "\\${")
-    )
-    done = cli("import", str(listed), "--out", str(tmp_path / "preset"))
+    done, out = imported(odd_values, "gpu")
     assert done.code == 0, done.said
-    cfg = compose_ours(shlex.split(done.out.splitlines()[-1])[3:], [tmp_path / "preset"])
-    assert cfg.trainer.experiment_name == tricky.replace("\n", " ")
+    cfg = compose_ours(shlex.split(done.out.splitlines()[-1])[3:], [out])
+    assert cfg.trainer.project_name == TRICKY
     assert set(cfg.keys()) == set(compose_ours(["model=35b", "device=gpu"]).keys())
 
 
-def test_proxies_cleared_on_one_device_only_are_cleared_on_every_device(cli, tmp_path):
-    text = FIXTURE.read_text().replace(
-        "    export CPU_AFFINITY_CONF=1\n", "    export CPU_AFFINITY_CONF=1\n    unset http_proxy https_proxy\n"
-    )
-    (tmp_path / "mine.sh").write_text(text)
-    done = cli("import", str(tmp_path / "mine.sh"), "--device", "gpu", "--out", str(tmp_path / "preset"))
-    assert done.code == 0, done.said
-    assert "ENV.http_proxy: proxies cleared on every device (it clears them on npu only)" in done.out
-    on_npu = cli("import", str(tmp_path / "mine.sh"), "--device", "npu", "--out", str(tmp_path / "npu"))
-    assert "proxies cleared" not in on_npu.out
-
-
-# Every Qwen3.5 Megatron GRPO script in verl's tree at 1dda039b (examples/, examples/ascend_extras/,
-# tests/special_npu/), each on one device (the 35B and 122B ones on both through their recordings above):
-# (script, device, model).
-_DEFAULTS = "verl's default (the script leaves it; our preset has another value):"
-VERL_RUNS = [
-    ("run_qwen3_5_35b_megatron", "gpu", "35b"),
-    ("run_qwen3_5_122b_a10b_megatron", "npu", "122b"),
-    ("run_qwen3_5_397b_megatron", "gpu", "397b"),
-    ("run_qwen3_5_122b_a10b_32k_megatron", "npu", "122b"),  # 32k responses: no max_model_len of ours under it
-    ("run_grpo_qwen3_5_35b_megatron_npu", "npu", "35b"),  # the nightly CI: rm, mkdir and tee under /root
-]
-
-
-@pytest.mark.parametrize(("name", "device", "model"), VERL_RUNS, ids=lambda v: str(v))
-def test_every_verl_script_imports_and_its_preset_passes_a_dry_run(cli, tmp_path, name, device, model):
-    done = cli("import", str(VERL_SCRIPTS / f"{name}.sh"), "--device", device, "--out", str(tmp_path / "p"))
-    assert done.code == 0, done.said
-    assert "still differs" not in done.out
-    command = done.out.strip().splitlines()[-1]
-    assert f"device={device} model={model}" in command
-    text = (VERL_SCRIPTS / f"{name}.sh").read_text()
-    given = [line.split(" -> ")[0].split(",")[0].strip() for line in _section(done.out, "set by the script:")]
-    assert given and all(key.removeprefix("export ") in text for key in given), given
-    defaults = [line.split(" -> ")[0].strip() for line in _section(done.out, _DEFAULTS)]
-    assert not [key for key in defaults if key.split(",")[0] in text], defaults
-    assert "model.hf_id" not in done.out  # the model path stays a path
-    checked = cli(*shlex.split(command)[1:], "dry_run=true")
-    assert checked.code == 0 and "verdict    OK" in checked.out, checked.said
-    assert "replaces the logger group" not in checked.out  # the script's trainer.logger became logger=[...]
-    assert rules_line(device) in checked.out  # the stack the rules assumed, as `verl-qwen35 doctor` says it
+def test_proxies_cleared_on_one_device_only_are_cleared_on_every_device(imported, style_script):
+    on_gpu, _ = imported(style_script, "gpu")
+    assert "ENV.http_proxy: proxies cleared on every device (it clears them on npu only)" in on_gpu.out
+    on_npu, _ = imported(style_script, "npu")
+    assert on_npu.code == 0 and "proxies cleared" not in on_npu.out
+    assert "parallel=imported" not in on_npu.out  # 35b_npu's own layout (TP/PP/EP set gpu's only): nothing written
 
 
 def test_a_scripts_writes_outside_the_sandbox_touch_nothing(tmp_path):

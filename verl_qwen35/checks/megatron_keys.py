@@ -18,9 +18,36 @@ from verl_qwen35.config.yaml_files import load_json_object
 from verl_qwen35.data import UPSTREAM_DIR
 from verl_qwen35.installed import ASSUMED_MCORE, installed_mcore
 
+PLANNED = "plan.megatron_core"
 
-def mcore_in_use() -> tuple[tuple[int, int], str]:
-    """(version the version-dependent rules follow, how to say it in a message)."""
+
+def planned_mcore(cfg: DictConfig) -> tuple[tuple[int, int] | None, list[Problem]]:
+    """The release `plan.megatron_core` names (None when unset), and why it cannot be used: not a release, or a
+    launch (which runs the installed megatron-core) on a machine with another one."""
+    chosen = OmegaConf.select(cfg, PLANNED, default=None)
+    if chosen is None:
+        return None, []
+    parts = str(chosen).strip().split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        return None, [error(PLANNED, f"={chosen!r}: give a megatron-core release as MAJOR.MINOR, e.g. 0.18")]
+    version = (int(parts[0]), int(parts[1]))
+    installed = installed_mcore()
+    if cfg.get("dry_run") is False and installed is not None and installed != version:
+        return None, [
+            error(
+                PLANNED,
+                f"={chosen}: a launch runs the installed megatron-core {installed[0]}.{installed[1]}; "
+                f"{PLANNED} plans another machine in a dry run only (remove it, or install megatron-core {chosen})",
+            )
+        ]
+    return version, []
+
+
+def mcore_in_use(planned: tuple[int, int] | None = None) -> tuple[tuple[int, int], str]:
+    """(version the version-dependent rules follow, how to say it in a message): the planned one
+    (`plan.megatron_core`), else the installed one, else the one assumed."""
+    if planned is not None:
+        return planned, f"{planned[0]}.{planned[1]} ({PLANNED})"
     found = installed_mcore()
     if found is None:
         return ASSUMED_MCORE, f"{ASSUMED_MCORE[0]}.{ASSUMED_MCORE[1]} (assumed: megatron-core is not installed here)"
@@ -59,9 +86,9 @@ def optimizer_field_spec(mcore: tuple[int, int] | None = None) -> dict[str, dict
     return _shipped_data(mcore)["optimizer_fields"]
 
 
-def transformer_config_fields() -> frozenset[str]:
-    """Field names of TransformerConfig (and its dataclass bases) for the megatron-core in use."""
-    return frozenset(field_spec())
+def transformer_config_fields(mcore: tuple[int, int] | None = None) -> frozenset[str]:
+    """Field names of TransformerConfig (and its dataclass bases) for this megatron-core (default: the one in use)."""
+    return frozenset(field_spec(mcore))
 
 
 @cache
@@ -81,7 +108,7 @@ def override_key_problems(
     warning, and `dry_run=full` judges it against the installed class."""
     key = "megatron.override_transformer_config"
     fields = frozenset(field_spec(mcore)) if fields is None else fields
-    version, shown = mcore_in_use() if mcore is None else (mcore, f"{mcore[0]}.{mcore[1]} (installed)")
+    version, shown = mcore_in_use(mcore)
     newest = shipped_versions()[-1]
     unlisted = version > newest  # no field list of this release ships here
     valid = fields | MINDSPEED_KEYS if device == "npu" else fields

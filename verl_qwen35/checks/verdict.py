@@ -12,6 +12,7 @@ from verl_qwen35.checks.megatron_keys import (
     override_ddp_problems,
     override_key_problems,
     patch_value_problems,
+    planned_mcore,
     transformer_config_fields,
 )
 from verl_qwen35.checks.memory import memory_problems
@@ -81,7 +82,9 @@ def preflight(
     if not_positive := positive_problems(layout):
         return found + not_positive  # nothing else can be computed from such a layout
     found += hardware_problems(cfg, layout, device)
-    mcore = installed_mcore()
+    planned, found_plan = planned_mcore(cfg)
+    found += found_plan
+    mcore = planned or installed_mcore()  # the release the version-dependent rules follow
     mtp_enabled = bool(OmegaConf.select(cfg, "actor_rollout_ref.model.mtp.enable", default=False))
     model_mtp = cfg.model.get("mtp_num_layers", 0) or 0
     mtp = mtp_layers_built(otc, mtp_enabled, model_mtp)
@@ -117,7 +120,7 @@ def preflight(
     found += vllm_problems(cfg, device)
     found += memory_problems(cfg, estimate)
     found += patch_value_problems(cfg)
-    found += override_key_problems(cfg, device, transformer_config_fields())
+    found += override_key_problems(cfg, device, transformer_config_fields(planned), planned)
     found += override_ddp_problems(cfg)
     found += data_problems(cfg, machine_missing)
     found += model_path_problems(cfg, machine_missing)

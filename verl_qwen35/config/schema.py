@@ -148,6 +148,10 @@ class Plan:
     # A calibration file written by `verl-qwen35 calibrate RUN_DIR...` (your runs' timings); null: the shipped
     # published rows (verl_qwen35/data/calibration/measurements.yaml).
     calibration: str | None = None
+    # The megatron-core release ("0.18") whose rules a dry run follows, to plan for a machine whose megatron-core
+    # is not this one's (verl main pins 0.18: Gated DeltaNet with cp > 1 and packed sequences). null: the installed
+    # one, else 0.16 (the Ascend image's). A launch follows the installed one and refuses a different value here.
+    megatron_core: str | None = None
 
 
 @dataclass

@@ -9,6 +9,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from verl_qwen35.checks import preflight
+from verl_qwen35.checks.megatron_keys import planned_mcore
 from verl_qwen35.checks.memory import headroom_warnings, memory_numbers
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.tracking import backends, swanlab_login_problems
@@ -129,7 +130,8 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
         if not errors:
             for name, value in from_shell(cfg).items():
                 print(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
-    print(rules_line(run.device), file=sys.stderr if errors else sys.stdout)  # what the rules assumed
+    planned = planned_mcore(cfg)[0]  # plan.megatron_core, when given and usable
+    print(rules_line(run.device, planned), file=sys.stderr if errors else sys.stdout)  # what the rules assumed
     if errors:
         return refused(len(errors))
     if mode != "launch":
