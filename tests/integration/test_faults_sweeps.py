@@ -362,7 +362,7 @@ def test_a_value_the_schema_refuses_is_its_jobs_refusal_and_the_other_jobs_run_w
     assert outcome.code == 2 and "Traceback" not in outcome.said, outcome.said
     assert "sweep: 2 job(s), 1 valid, 1 refused" in outcome.out
     rows = assert_whole_and_honest(sweep_dir, 2)
-    assert [(r["parallel.vpp"], r["status"]) for r in rows] == [("two", "refused"), ("null", "ok")]
+    assert [(r["parallel.vpp"], r["status"]) for r in rows] == [("two", "refused"), (None, "ok")]  # as Hydra parses it
     assert "parallel.vpp=two" in rows[0]["reason"] and "converted to Integer" in rows[0]["reason"]
     assert json.loads((sweep_dir / "1" / "verdict.json").read_text())["job"] == 1, "a job keeps its number"
     assert sorted(p.name for p in sweep_dir.iterdir() if p.is_dir()) == ["1"], "a refused job never started"

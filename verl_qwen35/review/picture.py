@@ -494,4 +494,4 @@ def _save(fig: Any, path: Path, flag: str, rc_context: Any) -> None:
     try:
         write_file(path, buffer.getvalue())
     except UserError as err:
-        raise UserError(f"{_named(flag, path)}: {err}") from None
+        raise UserError(f"{_named(flag, path)}: cannot write into {path.absolute().parent} ({err})") from None
