@@ -130,6 +130,27 @@ class NotRegular(UserError):
     """A path that names something other than a regular file (a FIFO, a device, a directory)."""
 
 
+def open_lock_file(path: Path) -> int:
+    """A descriptor (read-write) of the lock file `path`, made new (O_CREAT|O_EXCL) when absent, otherwise the
+    regular file there opened: never through a link planted at `path` (O_NOFOLLOW), never blocking on a FIFO
+    planted there. `path`'s directory is the caller's, trusted as given. Raises OSError as `open` does
+    (ELOOP for a link), NotRegular for a FIFO, a device or a directory."""
+    flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        pass
+    fd = os.open(path, flags | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular(f"{path}: not a regular file (a FIFO, a device or a directory); not used as a lock")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def open_regular(path: Path) -> BinaryIO:
     """`path` opened for reading when it is a regular file: opened without blocking (a FIFO's open would wait for
     a writer), then checked on the open descriptor (no race with a swap). Raises OSError as `open` does,

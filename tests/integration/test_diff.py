@@ -115,7 +115,6 @@ def test_actor_ref_mismatch_is_called_out(capsys):
             + "\n",
             "alias",
         ),
-        ("{tmp}/interp.yaml", "a: ${nope}\n", "nope"),
     ],
 )
 def test_bad_input_exits_2_with_one_message(tmp_path, capsys, a, content, named):
@@ -313,6 +312,8 @@ def test_a_dry_runs_directory_without_a_record_reads_its_hydra_config(cli, tmp_p
     assert done.code == 0, done.said
     same = cli("diff", str(tmp_path / "run"), str(tmp_path / "run" / ".hydra" / "config.yaml"))
     assert same.code == 0, same.said
+    # .hydra/config.yaml is compared as written: its own overrides, composed, compare equal (as written too)
+    assert cli("diff", "model=35b device=gpu dry_run=true", str(tmp_path / "run")).code == 0
     empty = cli("diff", str(tmp_path), str(tmp_path / "run"))
     assert empty.code == 2 and "not a run directory" in empty.err
 
@@ -333,3 +334,18 @@ def test_nothing_in_a_launch_record_is_resolved(cli, tmp_path, monkeypatch):
     assert set(changed) == {"trainer.project_name", "trainer.experiment_name"}, changed
     assert changed["trainer.project_name"]["b"] == "${oc.env:SECRET_FOR_DIFF}"
     assert changed["trainer.experiment_name"]["b"] == "\\${trainer.project_name}"
+
+
+def test_a_saved_config_is_compared_as_written_nothing_resolved(tmp_path, capsys, monkeypatch):
+    """A `.hydra/config.yaml` (anyone's) is data: a reference to nothing, an environment read and a chain of
+    references doubling at each step (2**60 characters, resolved) are each compared as their text, at once."""
+    monkeypatch.setenv("SECRET_FOR_DIFF", "s3cr3t")
+    chain = "".join(f"r{i}: ${{r{i + 1}}}${{r{i + 1}}}\n" for i in range(60)) + "r60: x\n"
+    (tmp_path / "a.yaml").write_text("a: ${nope}\nb: ${oc.env:SECRET_FOR_DIFF}\n" + chain)
+    (tmp_path / "b.yaml").write_text("a: 1\nb: 2\n" + chain)
+    code, out = run_json(capsys, str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"))
+    assert code == 1 and out["changed"] == {
+        "a": {"a": "${nope}", "b": 1},
+        "b": {"a": "${oc.env:SECRET_FOR_DIFF}", "b": 2},
+    }, out
+    assert "s3cr3t" not in json.dumps(out)

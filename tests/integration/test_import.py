@@ -277,6 +277,29 @@ def test_values_are_written_as_yaml_data_not_as_config(imported, odd_values):
     assert set(cfg.keys()) == set(compose_ours(["model=35b", "device=gpu"]).keys())
 
 
+def test_an_environment_read_is_not_resolved_and_an_uncarried_secret_is_neither_written_nor_printed(
+    cli, tmp_path, monkeypatch
+):
+    """A value holding YAML syntax or an interpolation comes back as the same string, nothing else; an
+    environment read is never resolved against the importer's environment, and a secret in a line that cannot
+    be carried is neither written nor printed."""
+    secret = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    tricky = "a: b # c\n- ${oc.env:PATH} [x]"
+    listed = tmp_path / "mine.txt"
+    listed.write_text(
+        "model_engine=megatron\nactor_rollout_ref.model.path=Qwen/Qwen3.5-35B-A3B\n"
+        f"trainer.experiment_name='{tricky.replace(chr(10), ' ')}'\n".replace("${", "\\${")
+        + f"trainer.project_name=${{oc.env:AWS_SECRET_ACCESS_KEY}}\n+trainer.no_such_key_api_key={secret}\n"
+    )
+    done = cli("import", str(listed), "--out", str(tmp_path / "preset"))
+    assert done.code == 0 and secret not in done.said and "Traceback" not in done.said, done.said
+    assert secret not in "".join(p.read_text() for p in (tmp_path / "preset").rglob("*.yaml"))
+    cfg = compose_ours(shlex.split(done.out.splitlines()[-1])[3:], [tmp_path / "preset"])
+    assert cfg.trainer.experiment_name == tricky.replace("\n", " ")
+    assert set(cfg.keys()) == set(compose_ours(["model=35b", "device=gpu"]).keys())
+
+
 def test_proxies_cleared_on_one_device_only_are_cleared_on_every_device(imported, style_script):
     on_gpu, _ = imported(style_script, "gpu")
     assert "ENV.http_proxy: proxies cleared on every device (it clears them on npu only)" in on_gpu.out

@@ -37,6 +37,8 @@ from verl_qwen35.checks.algorithm import needs_critic
 from verl_qwen35.checks.layout import KEYS
 from verl_qwen35.checks.problem import Level, Problem, error, warning
 from verl_qwen35.checks.schedule import Steps
+from verl_qwen35.config.yaml_files import load_yaml, read_text
+from verl_qwen35.errors import UserError
 
 ROLLOUT = "actor_rollout_ref.rollout"
 AGENT = f"{ROLLOUT}.agent"
@@ -133,8 +135,8 @@ def sampling_problems(cfg: DictConfig) -> list[Problem]:
 def config_loops(path: Path) -> list[str] | None:
     """The `name` of each entry of an agent-loop config file, as verl's AgentLoopWorker reads it (None: unreadable)."""
     try:
-        entries = OmegaConf.load(path)
-    except Exception:  # a YAML error: verl's OmegaConf.load fails the same way
+        entries = OmegaConf.create(load_yaml(path))  # with the loader's limits (an alias bomb, a FIFO)
+    except Exception:  # a YAML error, a file beyond the limits: verl's OmegaConf.load fails on it too
         return None
     if not OmegaConf.is_list(entries):
         return None
@@ -268,9 +270,11 @@ def reward_function_problems(cfg: DictConfig, missing: Level) -> list[Problem]:
         said = f"{file} does not exist; verl loads the reward function from it{where}"
         return [Problem(missing, (f"{key}.path",), said)]
     try:
-        names = defined_names(file.read_text(errors="replace"))
+        names = defined_names(read_text(file, kind="Python file"))  # limits: size, binary, a FIFO not waited on
     except SyntaxError as err:
         return [error(f"{key}.path", f"{file} is not valid Python (line {err.lineno}: {err.msg})")]
+    except UserError as err:
+        return [error(f"{key}.path", str(err))]
     if "*" not in names and name not in names and "__getattr__" not in names:
         return [error(f"{key}.name", f"={name!r}: {file} defines no such function at its top level")]
     return []

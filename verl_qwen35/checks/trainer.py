@@ -27,7 +27,11 @@ from omegaconf import DictConfig, OmegaConf
 from verl_qwen35.checks.checkpoint_layout import mismatch
 from verl_qwen35.checks.problem import Level, Problem, error, warning
 from verl_qwen35.checks.schedule import parameter_sync_step, uses_v1_trainer
+from verl_qwen35.disk import read_bytes
+from verl_qwen35.errors import UserError
 from verl_qwen35.installed import installed_verl_schema
+
+TRACKER_MAX_BYTES = 4096  # a step number
 
 RESUME_MODES = ("auto", "disable", "resume_path")
 RESUME = "trainer.resume_from_path"
@@ -81,7 +85,10 @@ def _latest_problems(cfg: DictConfig) -> list[Problem]:
     tracker = Path(str(root)).expanduser() / TRACKER if root else None
     if tracker is None or not tracker.is_file():
         return []  # nothing saved yet: verl starts from scratch
-    text = tracker.read_text(errors="replace")
+    try:  # in a shared checkpoint directory: a FIFO or a flood there is not waited on nor read whole
+        text = read_bytes(tracker, TRACKER_MAX_BYTES).decode("utf-8", "replace")
+    except (OSError, UserError):
+        return [error("trainer.default_local_dir", f"{tracker} is not a readable plain file; verl reads it to resume")]
     try:
         step = int(text)
     except ValueError:

@@ -4,7 +4,7 @@ import argparse
 from collections.abc import Sequence
 
 from verl_qwen35.cli.answers import answered
-from verl_qwen35.review.diff import FORMATS, compare, load, mismatches
+from verl_qwen35.review.diff import FORMATS, compare_sides, load, mismatches
 
 PROG = "verl-qwen35 diff"
 
@@ -17,8 +17,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ignore", action="append", default=[], metavar="GLOB", help="leave out keys matching GLOB")
     args = parser.parse_args(argv)
     with answered(PROG):  # composition, YAML and interpolation errors: one message, exit 2
-        a, b = load(args.a), load(args.b)
-        diff = compare(a, b, args.ignore)
+        diff, a, b = compare_sides(load(args.a), load(args.b), args.ignore)
         notes = {side: found for side, cfg in (("A", a), ("B", b)) if (found := mismatches(cfg))}
         print(FORMATS[args.format](diff, (args.a, args.b), notes), flush=True)
     return 1 if diff else 0

@@ -19,7 +19,6 @@ usage error.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -53,7 +52,9 @@ from verl_qwen35.planner.search import (
     user_split,
     verified,
 )
+from verl_qwen35.run.child import run_attached
 from verl_qwen35.run.resolved import build_run
+from verl_qwen35.run.stops import sigterm_raised
 
 PROG = "verl-qwen35 plan"
 PICTURE = "--picture"
@@ -61,6 +62,7 @@ LAYOUT_KEYS = {f"parallel.{name}" for name in (*TRAINING, *ROLLOUT)} | set(split
 # The search enumerates divisor combinations of the world size: 1024 x 8 takes ~13 s on a 2-core
 # machine, and its cost grows faster than the world. Larger clusters are refused with a message.
 MAX_DEVICES = 8192
+SWEEP_STOP_S = 30.0  # a stopped sweep writes its summary before its group is killed
 
 
 class UsageError(UserError):
@@ -425,12 +427,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--sweep {args.sweep}: cannot write the layouts ({err.strerror}: {err.filename})") from None
     command = sweep_command(args.sweep, base, names)
     print("sweep:   " + " ".join(command[1:]), file=sys.stderr, flush=True)
-    return subprocess.run(command, check=False).returncode
+    return run_attached(command, stop_s=SWEEP_STOP_S)  # its own group: stopped with us, nothing left behind
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
-    with answered(PROG):  # the entrypoint's answers: one message and exit 2, `| head` ends quietly
+    # the entrypoint's answers: one message and exit 2, `| head` ends quietly; SIGTERM stops the sweep as Ctrl-C
+    with answered(PROG), sigterm_raised():
         code = run(args)
         sys.stdout.flush()
     return code

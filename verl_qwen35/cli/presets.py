@@ -47,7 +47,8 @@ def tested_on(name: str, extra_dirs: Iterable[Path] = ()) -> str | None:
     for root in (conf_dir(), *extra_dirs):
         path = Path(root) / "hardware" / "tested_on" / f"{name}.yaml"
         if path.is_file():
-            for entry in OmegaConf.load(path).get("defaults") or []:
+            loaded = load_yaml(path)  # the loader's limits: a --config-dir file may be an alias bomb
+            for entry in (loaded.get("defaults") or []) if isinstance(loaded, dict) else []:
                 if isinstance(entry, str) and entry.startswith("/hardware/"):
                     return entry.removeprefix("/hardware/").split("@", 1)[0]
     return None

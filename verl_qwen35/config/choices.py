@@ -186,5 +186,5 @@ def _device_of(hardware: str) -> str | None:
     path = conf_dir() / "hardware" / f"{hardware}.yaml"
     if not path.is_file():
         return None
-    device = OmegaConf.load(path).get("device")
+    device = OmegaConf.load(path).get("device")  # our shipped conf/, not a user's file
     return str(device) if device in ("gpu", "npu") else None

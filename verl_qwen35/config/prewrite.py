@@ -134,7 +134,8 @@ def claim_run_dir(config: DictConfig) -> None:
     except FileExistsError:
         raise UserError(
             f"hydra.run.dir={run_dir}: already holds a run's records ({subdir}/), of an earlier or a concurrent "
-            "run; give each run its own directory (leave hydra.run.dir out: the default ends in a random tag)"
+            "run; give each run its own directory (leave hydra.run.dir out: the default ends in a random tag), or "
+            "go on with that run: verl-qwen35 relaunch RUN_DIR"
         ) from None
     except OSError as err:
         raise UserError(f"hydra.run.dir={run_dir}: cannot be made ({err.strerror or err})") from None

@@ -16,14 +16,13 @@ you do not trust first.
 
 import shlex
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from verl_qwen35.config.secrets import redact
 from verl_qwen35.config.yaml_files import read_text
-from verl_qwen35.disk import write_file
+from verl_qwen35.disk import NotRegular, read_bytes, write_file
 from verl_qwen35.errors import UserError
 from verl_qwen35.run.child import run_child
 
@@ -199,13 +198,27 @@ def _write_standins(bin_dir: Path, root: Path, bash: str) -> None:
 def _no_network_prefix() -> list[str]:
     """`unshare -rn` (a user and network namespace) where the kernel allows it, else nothing."""
     unshare = shutil.which("unshare", path="/usr/bin:/bin")
-    if unshare and subprocess.run([unshare, "-rn", "true"], capture_output=True).returncode == 0:
+    if unshare and run_child([unshare, "-rn", "true"], cwd=Path("/"), env={}, time_limit_s=5).returncode == 0:
         return [unshare, "-rn"]
     return []
 
 
-def _split(path: Path) -> list[str]:
-    return path.read_bytes().decode("utf-8", "replace").split("\0")[:-1] if path.exists() else []
+RECORD_MAX_BYTES = 8 * 1024 * 1024  # what the stand-in python writes: a command line and an environment
+
+
+def _split(path: Path, script: Path) -> list[str]:
+    """A record the stand-ins wrote, NUL-separated; the script shares the directory, so it may have planted
+    a FIFO there (read without blocking: refused) or a flood (read up to a bound: cut)."""
+    if not path.exists():
+        return []
+    try:
+        raw = read_bytes(path, RECORD_MAX_BYTES)
+    except (NotRegular, OSError):
+        raise UserError(
+            f"{script}: replaced the importer's record {path.name} with something that is not a plain file; "
+            "import a .txt list of overrides instead"
+        ) from None
+    return raw.decode("utf-8", "replace").split("\0")[:-1]
 
 
 def run_script(
@@ -246,7 +259,7 @@ def run_script(
                 "wait for something (a download, a cluster, input): remove that part, or write the overrides one a "
                 "line into a .txt file and import that"
             )
-        missing, others = _split(record / "missing"), _split(record / "other_python")
+        missing, others = _split(record / "missing", script), _split(record / "other_python", script)
         if not (record / "args").exists():
             if fail_quietly:
                 return None
@@ -267,7 +280,7 @@ def run_script(
                 + "Make the script call main_ppo without those commands (or set what it asks for), "
                 "or write the overrides one a line into a .txt file and import that"
             )
-        env = dict(kv.split("=", 1) for kv in _split(record / "env") if "=" in kv)
+        env = dict(kv.split("=", 1) for kv in _split(record / "env", script) if "=" in kv)
         exported = {k: v for k, v in env.items() if k not in BASH_OWN and given.get(k) != v}
         exported.pop("IMPORT_RECORD", None)
         for name in PROXIES:  # a proxy the script set itself is one of its exports
@@ -281,7 +294,7 @@ def run_script(
         notes += [f"the script ran `{o}`; the stand-in answered with exit 1" for o in others]
         unset = not any(env.get(p) == DUMMY_PROXY for p in PROXIES)
         home_read = "${oc.env:HOME}"  # the temporary HOME, read back as the launching user's
-        args = [a.replace(str(home), home_read) for a in _split(record / "args")]
+        args = [a.replace(str(home), home_read) for a in _split(record / "args", script)]
         exported = {k: v.replace(str(home), home_read) for k, v in exported.items()}
         return Recorded(args, exported, unset_proxies=unset, notes=notes)
 

@@ -40,10 +40,20 @@ class Diff:
         return sorted({k.split(".", 1)[0] for k in keys})
 
 
-def load(spec: str) -> DictConfig:
-    """An existing .yaml path is loaded (with limits, without any `hydra` node); a launch record (launch.yaml) as
-    the config it records; a run directory as its launch.yaml, else its .hydra/config.yaml; anything else is an
-    override set."""
+@dataclass(frozen=True)
+class Side:
+    """One side of a diff: `config` as compared against a resolved side, `written` as compared against a record
+    read as written (every `${` text), and whether this side is such a record (a file holding `${...}`)."""
+
+    config: DictConfig
+    written: DictConfig
+    interpolated: bool = False
+
+
+def load(spec: str) -> Side:
+    """An existing .yaml path is read as data (with limits, without any `hydra` node, nothing in it resolved: a
+    `${...}` is compared as its text); a launch record (launch.yaml) as the config it records; a run directory as
+    its launch.yaml, else its .hydra/config.yaml; anything else is an override set, composed."""
     path = Path(spec)
     if path.is_dir():
         path = next((p for p in (path / LAUNCH_FILE, path / ".hydra" / "config.yaml") if p.is_file()), path)
@@ -51,13 +61,23 @@ def load(spec: str) -> DictConfig:
             raise UserError(f"{spec}: a directory without {LAUNCH_FILE} or .hydra/config.yaml (not a run directory)")
     if spec.endswith((".yaml", ".yml")) or path.is_file():
         data = load_mapping(path)
-        if is_launch_record(data):  # every `${` in it already text: nothing to keep unresolved
-            return OmegaConf.create(recorded_config(data, path.resolve().parent))
+        if is_launch_record(data):  # resolved values, each `${` written as text: compared as they are
+            cfg = OmegaConf.create(interpolations_as_text(recorded_config(data, path.resolve().parent)))
+            return Side(cfg, cfg)
         data.pop("hydra", None)
-        cfg = OmegaConf.create(data)
-    else:
-        cfg = compose(shlex.split(spec))
-    return shown_unresolved_env(cfg)
+        cfg = OmegaConf.create(interpolations_as_text(data))  # .hydra/config.yaml is unresolved: compared as written
+        return Side(cfg, cfg, interpolated=holds_interpolation(data))
+    cfg = compose(shlex.split(spec))  # the user's own overrides: resolved, but for the environment's values
+    written = interpolations_as_text(OmegaConf.to_container(cfg, resolve=False))
+    return Side(shown_unresolved_env(cfg), OmegaConf.create(written))
+
+
+def compare_sides(a: Side, b: Side, ignore: Sequence[str] = ()) -> tuple[Diff, DictConfig, DictConfig]:
+    """The diff, and the two configs compared: as written when either side is a record holding `${...}` (a
+    composition against its own .hydra/config.yaml compares equal), resolved otherwise."""
+    written = a.interpolated or b.interpolated
+    first, second = (a.written, b.written) if written else (a.config, b.config)
+    return compare(first, second, ignore), first, second
 
 
 def is_launch_record(data: dict[str, Any]) -> bool:
@@ -69,9 +89,8 @@ _START = re.compile(r"(\\*)\$\{")
 
 
 def recorded_config(data: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    """The config a launch record holds, as data: every `${` it holds stays text (the writer escapes them; one a
-    hand or a hostile edit left unescaped is escaped here, so nothing in a record is resolved), and paths under
-    the record's own run directory read `<run dir>/...`, so two runs of the same overrides compare equal."""
+    """The config a launch record holds, with paths under the record's own run directory read `<run dir>/...`,
+    so two runs of the same overrides compare equal."""
     root = str(run_dir)
 
     def plain(value: Any) -> Any:
@@ -79,14 +98,37 @@ def recorded_config(data: dict[str, Any], run_dir: Path) -> dict[str, Any]:
             return {k: plain(v) for k, v in value.items()}
         if isinstance(value, list):
             return [plain(v) for v in value]
-        if not isinstance(value, str):
-            return value
-        if value == root or value.startswith(root + "/"):
-            value = RUN_DIR + value[len(root) :]
-        # An even run of backslashes before `${` escapes only itself: the interpolation would resolve.
-        return _START.sub(lambda m: m.group(0) if len(m.group(1)) % 2 else m.group(1) + "\\${", value)
+        if isinstance(value, str) and (value == root or value.startswith(root + "/")):
+            return RUN_DIR + value[len(root) :]
+        return value
 
     return plain(data["config"])
+
+
+def _each_string(value: Any, change: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _each_string(v, change) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_each_string(v, change) for v in value]
+    return change(value) if isinstance(value, str) else value
+
+
+def _escape(value: str) -> str:
+    # An even run of backslashes before `${` escapes only itself: the interpolation would resolve.
+    return _START.sub(lambda m: m.group(0) if len(m.group(1)) % 2 else m.group(1) + "\\${", value)
+
+
+def interpolations_as_text(data: Any) -> Any:
+    """`data` with every `${` that OmegaConf would resolve escaped: read back, each interpolation is its text
+    (nothing of the reader's environment, no resolver run, no expansion of one reference into many)."""
+    return _each_string(data, _escape)
+
+
+def holds_interpolation(data: Any) -> bool:
+    """Whether a value of `data` holds a `${` that OmegaConf would resolve."""
+    found: list[bool] = []
+    _each_string(data, lambda value: found.append(_escape(value) != value))
+    return any(found)
 
 
 RUN_DIR = "<run dir>"
@@ -126,10 +168,15 @@ def compare(a: DictConfig, b: DictConfig, ignore: Sequence[str] = ()) -> Diff:
 
 
 def mismatches(cfg: DictConfig) -> list[str]:
-    """Actor/ref Megatron patch disagreements (on a plain verl config too, when it has both sides)."""
+    """Actor/ref Megatron patch disagreements (on a plain verl config too, when it has both sides); a key whose
+    value is an interpolation's text (a record read as written) is not judged: what it resolves to is unknown."""
     if OmegaConf.select(cfg, ACTOR) is None or OmegaConf.select(cfg, REF) is None:
         return []
-    return [p.message for p in parity_errors(cfg)]
+    return [
+        p.message
+        for p in parity_errors(cfg)
+        if not any("${" in json.dumps(OmegaConf.select(cfg, key, default=None), default=str) for key in p.keys)
+    ]
 
 
 def _show(value: Any) -> str:

@@ -8,8 +8,8 @@ matplotlib is imported only here, only when a picture is asked for (the `plots` 
 backend is switched: a `Figure` saves itself through the Agg (PNG) or SVG canvas its file's suffix names.
 """
 
+import io
 import os
-import secrets
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -19,6 +19,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from verl_qwen35.checks import device_of
+from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
 from verl_qwen35.model.groups import Groups, crossing_summary
 from verl_qwen35.model.layout import Layout
@@ -483,21 +484,14 @@ def _panel(
 
 
 def _save(fig: Any, path: Path, flag: str, rc_context: Any) -> None:
+    """Drawn into memory, then written whole by the one writer (disk.py): a link at `path` is replaced, never
+    written through, and a full disk keeps the file there before."""
     fmt = SUFFIXES[path.suffix.lower()]
-    directory = path.absolute().parent
-    tmp = directory / f".{path.name}.{secrets.token_hex(6)}.part"
-    try:  # created as open() creates a file (0o666 less the umask), and only if it is new
-        handle = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except OSError as err:
-        raise UserError(f"{_named(flag, path)}: cannot write into {directory} ({err.strerror})") from None
+    buffer = io.BytesIO()
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "verl-qwen35"}):
+        # no date in an SVG: the same layout gives the same file
+        fig.savefig(buffer, format=fmt, dpi=DPI, facecolor="white", metadata={"Date": None} if fmt == "svg" else None)
     try:
-        with os.fdopen(handle, "wb") as out, rc_context({"svg.fonttype": "none", "svg.hashsalt": "verl-qwen35"}):
-            # no date in an SVG: the same layout gives the same file
-            fig.savefig(out, format=fmt, dpi=DPI, facecolor="white", metadata={"Date": None} if fmt == "svg" else None)
-        os.replace(tmp, path)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise UserError(f"{_named(flag, path)}: cannot write the picture ({err.strerror}); nothing written") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        write_file(path, buffer.getvalue())
+    except UserError as err:
+        raise UserError(f"{_named(flag, path)}: cannot write into {path.absolute().parent} ({err})") from None

@@ -6,6 +6,9 @@ Its output is read with a deadline and only its tail kept (a script printing 64 
 its whole process group is killed, so nothing it started in the background lives on. Ctrl-C and SIGTERM (a
 `sigterm_raised` block turns SIGTERM into a KeyboardInterrupt) are forwarded to the group, which gets a
 moment to stop before it is killed; the exception then goes on to the caller's cleanup (its temp directory).
+
+`run_attached` is the same for a program of our own whose output is the user's to watch (`plan --sweep`'s
+multirun): its output goes straight to ours (nothing held, so nothing to bound), the rest is as above.
 """
 
 import contextlib
@@ -46,6 +49,29 @@ class Finished:
 def _signal_group(pgid: int, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
+
+
+def _stop(proc: subprocess.Popen, signum: int = signal.SIGTERM, wait_s: float = STOP_S) -> None:
+    """`signum` to the program's group, `wait_s` to stop, then the group is killed."""
+    _signal_group(proc.pid, signum)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(wait_s)
+    _signal_group(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def run_attached(argv: Sequence[str], *, stop_s: float = STOP_S) -> int:
+    """Run `argv` in a new session with our stdout and stderr (stdin closed) and wait for it; on Ctrl-C or SIGTERM
+    here it gets the same signal and `stop_s` to end (a sweep writes its summary), then its group is killed and
+    the exception goes on. Whatever it left running in its group is killed when it exits. Its exit code."""
+    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        code = proc.wait()
+    except BaseException as stop:
+        _stop(proc, signal.SIGINT if type(stop) is KeyboardInterrupt else signal.SIGTERM, stop_s)
+        raise
+    _signal_group(proc.pid, signal.SIGKILL)
+    return code
 
 
 def run_child(
@@ -95,11 +121,7 @@ def run_child(
                 tail += chunk
                 del tail[:-keep]
     except BaseException:  # Ctrl-C, SIGTERM: forwarded, a moment to stop, then the group is killed
-        _signal_group(proc.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(STOP_S)
-        _signal_group(proc.pid, signal.SIGKILL)
-        proc.wait()
+        _stop(proc)
         raise
     finally:
         proc.stdout.close()

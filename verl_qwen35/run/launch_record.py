@@ -22,6 +22,7 @@ from omegaconf.errors import OmegaConfBaseException
 from verl_qwen35.config.schema import NODES
 from verl_qwen35.config.secrets import redact, shell_secrets
 from verl_qwen35.config.yaml_files import load_mapping
+from verl_qwen35.disk import open_regular
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import __version__, installed_verl_schema, installed_verl_version
 from verl_qwen35.run.environment import effective_env
@@ -109,7 +110,8 @@ def write_launch_file(cfg: DictConfig, run_dir: str | Path, schema: str | None =
 
 def digest(path: Path) -> str:
     """The sha256 of a launch record's bytes, as `sha256sum` prints it."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    with open_regular(Path(path)) as handle:  # a FIFO swapped in for the record is refused, not waited on
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def read_launch_file(path: Path) -> tuple[DictConfig, dict[str, Any]]:

@@ -22,10 +22,12 @@ from packaging.version import InvalidVersion, Version
 
 from verl_qwen35.config.yaml_files import load_yaml
 from verl_qwen35.data import MATRIX_DIR
+from verl_qwen35.disk import read_bytes
 from verl_qwen35.errors import UserError
 
 CANN_HOMES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
 CANN_DEFAULT = Path("/usr/local/Ascend/ascend-toolkit/latest")
+INFO_MAX_BYTES = 64 * 1024  # ascend_toolkit_install.info: a few lines
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,8 @@ def _module_dir(module: str) -> Path | None:
 def torch_cuda(module: str = "torch") -> str | None:
     """The CUDA version torch was built for, read from torch/version.py (None: a CPU or other build)."""
     where = _module_dir(module)
-    text = (where / "version.py").read_text() if where and (where / "version.py").is_file() else ""
+    version_py = where / "version.py" if where else None  # an installed package's own file, read as text
+    text = version_py.read_text() if version_py and version_py.is_file() else ""
     found = re.search(r"^cuda\b[^=\n]*=\s*['\"]([^'\"]+)['\"]", text, re.MULTILINE)
     return found.group(1) if found else None
 
@@ -107,7 +110,11 @@ def cann_version() -> tuple[str | None, str]:
     for home in homes:
         # <home>/ascend_toolkit_install.info or <home>/<arch>-linux/ascend_toolkit_install.info
         for info in [*home.glob("ascend_toolkit_install.info"), *sorted(home.glob("*/ascend_toolkit_install.info"))]:
-            found = re.search(r"^version=(\S+)", info.read_text(errors="replace"), re.MULTILINE)
+            try:  # under a directory the environment names: read only when a plain file, and only its head
+                text = read_bytes(info, INFO_MAX_BYTES).decode("utf-8", "replace")
+            except (OSError, UserError):
+                continue
+            found = re.search(r"^version=(\S+)", text, re.MULTILINE)
             if found:
                 return found.group(1), str(info)
     return None, " or ".join(f"${k}" for k in CANN_HOMES) + f" or {CANN_DEFAULT}"

@@ -1,7 +1,8 @@
 """One sweep per sweep directory: two sweeps given one `hydra.sweep.dir` would write the same job
 directories (0/, 1/, ...) and overwrite each other's verdicts.
 
-The lock is `fcntl.flock` on `.sweep.lock` in the sweep directory: the kernel drops it when its holder
+The lock is `fcntl.flock` on `.sweep.lock` in the sweep directory (made new, or opened, never through a link
+planted there: disk.py `open_lock_file`): the kernel drops it when its holder
 ends, however it ends (SIGKILL, the OOM killer), so a lock never outlives its sweep. The file names
 its holder (pid, host, start time) for the sweep that is turned away; a holder that ended without
 releasing (the file still names it, but nobody holds the lock) is noted and taken over.
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from verl_qwen35.disk import NotRegular, open_lock_file
 from verl_qwen35.errors import UserError
 
 LOCK_FILE = ".sweep.lock"
@@ -44,10 +46,19 @@ def lock_sweep_dir(sweep_dir: Path, sweep_id: str) -> SweepLock:
 
     A filesystem without flock (Lustre mounted without `-o flock`) cannot lock: the sweep runs with a warning."""
     key = f"hydra.sweep.dir={sweep_dir}"
+    path = sweep_dir / LOCK_FILE
     try:
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        file = (sweep_dir / LOCK_FILE).open("a+", encoding="utf-8", errors="replace")
+        file = os.fdopen(open_lock_file(path), "r+", encoding="utf-8", errors="replace")
+    except NotRegular:
+        why = "is not a regular file; remove it, or give the sweep another directory"
+        raise UserError(f"{key}: {path} {why}") from None
     except OSError as err:
+        if path.is_symlink():
+            raise UserError(
+                f"{key}: {path} is a symbolic link; a lock is never taken through a link (remove it, or give the "
+                "sweep another directory)"
+            ) from None
         reason = f"cannot write there ({err.strerror})"
         raise UserError(f"{key}: {reason}: give the sweep a directory you can write") from None
     try:

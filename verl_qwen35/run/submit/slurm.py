@@ -112,6 +112,7 @@ def run_steps(cfg: DictConfig) -> int | None:
 
 def sbatch(command: list[str], script: Path) -> str:
     """Run `sbatch --parsable ...` and return the job id it prints."""
+    # Slurm's own client, on the user's behalf: it answers at once with one line (not run_child's untrusted case)
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise SubmitError(
