@@ -263,7 +263,7 @@ def run_script(
         if not (record / "args").exists():
             if fail_quietly:
                 return None
-            if entry := _split(record / "entrypoint"):
+            if entry := _split(record / "entrypoint", script):
                 raise UserError(
                     f"{script}: it starts {entry[0]}, not {ENTRYPOINT}: this project composes, checks and imports "
                     f"main_ppo launches only (another entrypoint reads another config); run that script with verl"
@@ -289,7 +289,7 @@ def run_script(
         notes = [f"the script called {m}, which is not available while importing" for m in sorted(set(missing))]
         notes += [
             f"`{o}` skipped: outside the import's temporary directory (nothing outside it is touched)"
-            for o in dict.fromkeys(_split(record / "outside"))
+            for o in dict.fromkeys(_split(record / "outside", script))
         ]
         notes += [f"the script ran `{o}`; the stand-in answered with exit 1" for o in others]
         unset = not any(env.get(p) == DUMMY_PROXY for p in PROXIES)
