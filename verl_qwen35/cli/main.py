@@ -25,7 +25,7 @@ from verl_qwen35.cli.answers import PROG, answered
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import implicit_overrides
 from verl_qwen35.config.errors import resolve_naming_key
-from verl_qwen35.config.overrides import parse_overrides
+from verl_qwen35.config.overrides import check_typed_overrides, parse_overrides
 from verl_qwen35.config.prewrite import check_before_writing, discard_unstarted_run
 from verl_qwen35.config.resolvers import register_resolvers
 from verl_qwen35.config.schema import register_schema
@@ -225,7 +225,10 @@ def main(argv: list[str] | None = None) -> int:
     answer = answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=interrupted)
     with answer, sigterm_raised(), released_when_done(), scanned_once():
         # Every file the user adds to the search path: size and alias limits and secrets, before Hydra parses any.
-        check_config_dirs(parse_overrides(overrides_of(argv)), user_search_dirs(argv))
+        overrides = parse_overrides(overrides_of(argv))
+        check_config_dirs(overrides, user_search_dirs(argv))
+        if not {"-m", "--multirun"} & set(argv):  # a sweep's jobs are refused one by one, in its summary
+            check_typed_overrides(overrides)  # every schema refusal at once; Hydra stops at the first
         run_hydra(argv)
     return 0
 
