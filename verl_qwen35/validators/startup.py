@@ -73,7 +73,11 @@ def sample_files(cfg: DictConfig, folder: Path) -> tuple[str, str]:
 def data_problems(cfg: DictConfig) -> tuple[list[Problem], int | None]:
     """verl's datasets, sampler and dataloaders, and its count of training steps (None: not counted here)."""
     from torchdata.stateful_dataloader import StatefulDataLoader
-    from verl.trainer.ppo.utils import create_rl_dataset, create_rl_sampler
+
+    try:
+        from verl.trainer.ppo.utils import create_rl_dataset, create_rl_sampler  # verl 0.9
+    except ImportError:
+        from verl.trainer.main_ppo import create_rl_dataset, create_rl_sampler  # verl 0.8.0
     from verl.utils.dataset.rl_dataset import collate_fn, get_dataset_class
 
     data = _plain(cfg).data
