@@ -162,6 +162,7 @@ CASES = [
         2,
         ["3 overrides", "parallel.vpp: Value 'two'", "parallel.tp: Value 'x'", "did you mean `parallel.tp`"],
     ),
+    ("schema-dict-entry-passes", ["hardware.sources.hbm_gbps=measured"], 0, []),  # a preset's key of a dict field
     # fine inputs around the faults
     ("quoted-space-non-ascii", ['data.train_files="/data/my dir/dätä.parquet"'], 0, []),
     ("conf-dir-space-non-ascii", ["--config-dir", "{tmp}/mé dir", "parallel=ok"], 0, []),

@@ -41,7 +41,7 @@ def typed_override_errors(overrides: list[Override]) -> list[str]:
         value = override.value()
         if isinstance(value, str) and "${" in value:
             continue
-        typed = OmegaConf.create({node: OmegaConf.structured(NODES[node])}, flags={"struct": True})
+        typed = OmegaConf.create({node: OmegaConf.structured(NODES[node])})  # its dict fields take new keys
         try:
             OmegaConf.update(typed, override.key_or_group, value, merge=True)
         except OmegaConfBaseException as err:
