@@ -158,9 +158,9 @@ CASES = [
     ),
     (
         "schema-types-at-once",
-        ["parallel.vpp=two", "parallel.tp=x", "parallel.tpp=2"],
+        ["parallel.vpp=two", "parallel.tp=x", "parallel.tpp=2", "trainer.total_epochs=ten"],
         2,
-        ["3 overrides", "parallel.vpp: Value 'two'", "parallel.tp: Value 'x'", "did you mean `parallel.tp`"],
+        ["4 overrides", "parallel.vpp: Value 'two'", "parallel.tp: Value 'x'", "did you mean `parallel.tp`", "='ten'"],
     ),
     ("schema-dict-entry-passes", ["hardware.sources.hbm_gbps=measured"], 0, []),  # a preset's key of a dict field
     # fine inputs around the faults

@@ -27,10 +27,11 @@ def parse_overrides(lines: list[str]) -> list[Override]:
     raise AssertionError("unreachable: the batch failed but every override parsed")
 
 
-def typed_override_errors(overrides: list[Override]) -> list[str]:
-    """Each plain `node.key=value` of our typed nodes (config/schema.py NODES) that the node's schema refuses, by
-    the same OmegaConf update Hydra applies; Hydra stops at the first, so a second would wait for the next try.
-    Sweeps are left to the sweeper (a bad value there is its job's refusal), `+`/`~` and interpolations to Hydra."""
+def typed_override_errors(overrides: list[Override]) -> list[tuple[str, str]]:
+    """(override, why) for each plain `node.key=value` of our typed nodes (config/schema.py NODES) that the node's
+    schema refuses, by the same OmegaConf update Hydra applies; Hydra stops at the first, so a second would wait
+    for the next try. Sweeps are left to the sweeper (a bad value there is its job's refusal), `+`/`~` and
+    interpolations to Hydra."""
     found = []
     for override in overrides:
         node, _, leaf = override.key_or_group.partition(".")
@@ -45,14 +46,13 @@ def typed_override_errors(overrides: list[Override]) -> list[str]:
         try:
             OmegaConf.update(typed, override.key_or_group, value, merge=True)
         except OmegaConfBaseException as err:
-            found.append(refusal(err, value))
+            found.append((override.input_line or override.key_or_group, refusal(err, value)))
     return found
 
 
-def check_typed_overrides(overrides: list[Override]) -> None:
-    """Every schema refusal among the overrides in one message (one line each, naming its key)."""
-    if errors := typed_override_errors(overrides):
-        if len(errors) == 1:
-            raise UserError(errors[0])
-        lines = "\n".join(f"  {line}" for line in errors)
-        raise UserError(f"{len(errors)} overrides do not fit the typed config:\n{lines}")
+def refused_together(reasons: list[str]) -> UserError:
+    """Every refusal in one message, one line each, naming its key."""
+    if len(reasons) == 1:
+        return UserError(reasons[0])
+    lines = "\n".join(f"  {line}" for line in reasons)
+    return UserError(f"{len(reasons)} overrides do not fit the config:\n{lines}")
