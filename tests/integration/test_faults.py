@@ -142,6 +142,27 @@ CASES = [
     ("verl-flag-as-text", ["dry_run=true", "trainer.val_before_train=maybe"], 2, ["trainer.val_before_train"]),
     ("verl-float-for-int-default", ["dry_run=true", "actor_rollout_ref.actor.entropy_coeff=0.001"], 0, []),
     ("verl-null-for-number", ["dry_run=true", "trainer.total_training_steps=null"], 0, []),
+    # every problem at once: the type errors beside the rule errors that do not read a bad value (checks/masked.py),
+    # and every schema refusal of the typed nodes before Hydra stops at the first (config/overrides.py)
+    (
+        "type-and-rule-at-once",
+        ["trainer.total_epochs=ten", "actor_rollout_ref.rollout.n=1"],
+        2,
+        ["[trainer.total_epochs] ='ten'", "[actor_rollout_ref.rollout.n] =1: GRPO"],
+    ),
+    (
+        "sign-and-rule-at-once",
+        ["data.train_batch_size=-3", "trainer.total_epochs=0"],
+        2,
+        ["[data.train_batch_size] =-3", "[trainer.total_epochs] =0: the run has 0 training steps"],
+    ),
+    (
+        "schema-types-at-once",
+        ["parallel.vpp=two", "parallel.tp=x", "parallel.tpp=2", "trainer.total_epochs=ten"],
+        2,
+        ["4 overrides", "parallel.vpp: Value 'two'", "parallel.tp: Value 'x'", "did you mean `parallel.tp`", "='ten'"],
+    ),
+    ("schema-dict-entry-passes", ["hardware.sources.hbm_gbps=measured"], 0, []),  # a preset's key of a dict field
     # fine inputs around the faults
     ("quoted-space-non-ascii", ['data.train_files="/data/my dir/dätä.parquet"'], 0, []),
     ("conf-dir-space-non-ascii", ["--config-dir", "{tmp}/mé dir", "parallel=ok"], 0, []),
@@ -165,6 +186,16 @@ def test_fault_is_answered(cli, tmp_path, monkeypatch, argv, code, named):
         assert name in result.said, result.said
     if code == 2 and any("secret" in n.lower() or n.isupper() for n in named):
         assert "abc123" not in result.said and SHELL_SECRET not in result.said
+
+
+def test_a_rule_that_reads_a_bad_value_is_not_guessed_beside_it(cli):
+    """Greedy GRPO groups are refused for n >= 2 (the rule names the temperature, reads n): with n wrong, its verdict
+    would be about a stand-in n, so only n is reported; with n valid, both."""
+    errors = []
+    for n in ("2.5", "5"):
+        said = cli(*BASE, f"actor_rollout_ref.rollout.n={n}", "actor_rollout_ref.rollout.temperature=0").said
+        errors.append({line.split("]")[0].split("[")[1] for line in said.splitlines() if line.startswith("ERROR")})
+    assert errors == [{"actor_rollout_ref.rollout.n"}, {"actor_rollout_ref.rollout.temperature"}], said
 
 
 def test_at_least_forty_faults():

@@ -7,16 +7,19 @@ Good settings: every preset, the algorithm/optimizer/trainer keys of the recorde
 """
 
 import warnings
+from copy import deepcopy
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from omegaconf import DictConfig, OmegaConf
 
 from tests.commands import verl_qwen35
 from verl_qwen35.checks import preflight
+from verl_qwen35.checks.startup import sampling_problems, token_budget_problems
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import presets
-from verl_qwen35.validators.rehearsal import rehearsal_problems
+from verl_qwen35.validators.rehearsal import advantage_problems, fake_batch, rehearsal_problems
 
 # On every verl CI tests (-m each_verl): the installed verl's own start-up code.
 pytestmark = pytest.mark.each_verl
@@ -247,3 +250,133 @@ def test_full_dry_run_rehearses_and_a_launch_refuses_before_ray(tmp_path, data):
     assert run.returncode == 2, run.stdout + run.stderr
     assert f"ERROR   [{A}.clip_ratio_c]" in run.stderr
     assert "Started a local Ray" not in run.stdout + run.stderr and "Traceback" not in run.stderr
+
+
+# The fast start-up rules (checks/startup.py) against verl's own code where verl has code to call on CPU, on one
+# shared composition (each case edits a copy). The others have nothing callable before the workers run:
+# - val_only: `RayPPOTrainer.fit` (verl 0.9.1 ray_trainer.py:1443) and the v1 `fit` (v1/trainer_base.py:446)
+#   return inside their `val_before_train` branch;
+# - critic_warmup: the actor update's `critic_warmup <= global_steps` test in the training loop
+#   (ray_trainer.py:1684, v1/trainer_base.py:608);
+# - free_cache_engine: `vLLMHttpServer.sleep` returns at once when it is false (vllm_async_server.py:854), a
+#   server this machine does not start;
+# - null model and dist-checkpoint paths: `HFModelConfig` loads the tokenizer from the path and the Megatron
+#   engine loads the weights, neither here;
+# the agent loops, checkpoint contents, dataloader workers and custom reward functions agree through AGREE above.
+GREEDY = "actor_rollout_ref.rollout.temperature"
+
+
+@pytest.fixture(scope="module")
+def resolved() -> DictConfig:
+    cfg = compose(["model=35b", "device=gpu", f"{GREEDY}=0"])
+    OmegaConf.resolve(cfg)
+    return cfg
+
+
+def _edited(cfg: DictConfig, values: dict[str, object]) -> DictConfig:
+    copy = deepcopy(cfg)
+    for key, value in values.items():
+        OmegaConf.update(copy, key, value, force_add=True)
+    return copy
+
+
+def _identical_groups(cfg: DictConfig):
+    """The rehearsal's fake batch where every sample of a prompt is the same response with the same reward (what
+    greedy sampling gives); groups differ (rewards 0, 1), so only a group baseline can make them all zero."""
+    data, _ = fake_batch(cfg)
+    n, batch = cfg.actor_rollout_ref.rollout.n, data.batch
+    batch["response_mask"][:] = 1
+    batch["token_level_scores"][:] = 0
+    for i in range(batch.batch_size[0]):
+        batch["token_level_scores"][i, -1] = float(i // n)
+        for key in batch.keys():  # noqa: SIM118 - iterating a TensorDict gives its rows
+            if key != "token_level_scores":
+                batch[key][i] = batch[key][(i // n) * n]
+        for key, values in data.non_tensor_batch.items():
+            if key != "uid":
+                values[i] = float(i // n)  # exact values: a float mean of equal floats may differ in the last bit
+    return data
+
+
+# Every estimator verl registers, with what its trainer needs; v0: the estimators only verl's v0 trainer feeds.
+ESTIMATORS = [
+    ("grpo", {}),
+    ("grpo_vectorized", {}),
+    ("grpo_passk", {}),
+    ("rloo", {}),
+    ("rloo_vectorized", {}),
+    ("opo", {}),
+    ("reinforce_plus_plus_baseline", {}),
+    ("reinforce_plus_plus", {}),
+    ("gpg", {}),
+    ("gdpo", {"trainer.use_v1": False, "algorithm.gdpo_reward_keys": ["acc"]}),
+    ("optimal_token_baseline", {"trainer.use_v1": False, f"{A}.calculate_sum_pi_squared": True}),
+]
+
+
+def test_greedy_sampling_is_refused_exactly_where_verls_estimator_gives_all_zero_advantages(resolved):
+    from verl.trainer.ppo import core_algos
+
+    disagree, ran = [], 0
+    for name, extra in ESTIMATORS:
+        try:
+            core_algos.get_adv_estimator_fn(name)
+        except ValueError:
+            continue  # not registered in this verl
+        cfg = _edited(resolved, {"algorithm.adv_estimator": name, **extra})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            refused, advantages = advantage_problems(cfg, _identical_groups(cfg))
+        assert not refused and advantages is not None, (name, refused)
+        zero = bool((advantages == 0).all())
+        fast = any(p.keys == (GREEDY,) for p in sampling_problems(cfg))
+        ran += 1
+        if fast != zero:
+            disagree.append(f"{name}: fast rule {'refuses' if fast else 'passes'}, verl's advantages all zero: {zero}")
+    assert ran >= 6 and not disagree, disagree
+
+
+def _verl_budget_refusal(cfg: DictConfig, budget_key: str) -> str | None:
+    """verl's own `prepare_micro_batches` (verl/workers/engine/utils.py) with dynamic batches on one sequence of
+    the longest length, the budget of `budget_key` and sp_size = the engine's context parallel size, as the
+    Megatron engine assigns it (workers/engine/megatron/transformer_impl.py)."""
+    import torch
+    from tensordict import TensorDict
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.engine.utils import prepare_micro_batches
+
+    longest = cfg.data.max_prompt_length + cfg.data.max_response_length
+    data = TensorDict(
+        {"input_ids": torch.zeros(1, longest, dtype=torch.int64), "attention_mask": torch.ones(1, longest)},
+        batch_size=[1],
+    )
+    cp = cfg.actor_rollout_ref.actor.megatron.context_parallel_size
+    budget = OmegaConf.select(cfg, budget_key)
+    tu.assign_non_tensor(data, use_dynamic_bsz=True, sp_size=cp, max_token_len_per_gpu=budget)
+    try:
+        prepare_micro_batches(data)
+    except AssertionError as err:
+        return str(err)
+    return None
+
+
+ACTOR_BUDGET = f"{A}.ppo_max_token_len_per_gpu"
+LONGEST = 1024 + 2048  # the cases' max_prompt_length + max_response_length
+BUDGETS = [(LONGEST - 1, 1), (LONGEST, 1), (LONGEST // 2, 2), (LONGEST // 2 - 1, 2)]
+
+
+@pytest.mark.parametrize(("budget", "cp"), BUDGETS, ids=[f"{b}x{c}" for b, c in BUDGETS])
+def test_dynamic_batch_token_budget_is_refused_exactly_where_verls_batching_asserts(resolved, budget, cp):
+    cfg = _edited(
+        resolved,
+        {
+            "data.max_prompt_length": 1024,
+            "data.max_response_length": 2048,
+            f"{A}.use_dynamic_bsz": True,
+            ACTOR_BUDGET: budget,
+            f"{A}.megatron.context_parallel_size": cp,
+        },
+    )
+    fast = [p for p in token_budget_problems(cfg) if p.keys == (ACTOR_BUDGET,)]
+    real = _verl_budget_refusal(cfg, ACTOR_BUDGET)
+    assert bool(fast) == (real is not None), f"fast: {[str(p) for p in fast]}\nverl: {real}"

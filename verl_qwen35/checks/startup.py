@@ -34,9 +34,9 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.algorithm import needs_critic
-from verl_qwen35.checks.layout import KEYS
 from verl_qwen35.checks.problem import Level, Problem, error, warning
 from verl_qwen35.checks.schedule import Steps
+from verl_qwen35.config.schema import ACTOR
 from verl_qwen35.config.yaml_files import load_yaml, read_text
 from verl_qwen35.errors import UserError
 
@@ -49,6 +49,9 @@ AGENT_LOOPS = ("single_turn_agent", "tool_agent")
 CONTENTS = ("model", "optimizer", "extra", "hf_model")
 WEIGHTS = ("model", "hf_model")
 # Estimators whose advantage is a response's reward against its own group (core_algos.py): identical groups -> 0.
+# GPG subtracts the group mean too (compute_gpg_outcome_advantage), and the optimal token baseline is the group's
+# weighted mean return (compute_optimal_token_baseline_advantage); tests/integration/test_rehearsal_agrees.py runs
+# every estimator on identical groups and keeps this list equal to those that give all-zero advantages.
 GROUP_BASELINES = (
     "grpo",
     "grpo_vectorized",
@@ -58,6 +61,8 @@ GROUP_BASELINES = (
     "opo",
     "reinforce_plus_plus_baseline",
     "gdpo",
+    "gpg",
+    "optimal_token_baseline",
 )
 ON_THIS_MACHINE = " [machine check: an error at launch and with dry_run=full]"
 
@@ -285,7 +290,7 @@ def token_budget_problems(cfg: DictConfig) -> list[Problem]:
     (`transformer_impl.py` sets sp_size = context_parallel_size; `verl/workers/engine/utils.py`
     prepare_micro_batches multiplies), as `rearrange_micro_batches` asserts."""
     longest = _get(cfg, "data.max_prompt_length", 0) + _get(cfg, "data.max_response_length", 0)
-    cp = _get(cfg, KEYS["cp"], 1)
+    cp = _get(cfg, f"{ACTOR}.context_parallel_size", 1)  # the engine's sp_size
     cp = cp if _whole(cp) and cp > 0 else 1
     found = []
     for budget_key, switch in (

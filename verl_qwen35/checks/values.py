@@ -80,7 +80,7 @@ def kinds(key: str) -> list[str]:
 
 
 # A verl key that a shorthand feeds is reported under the shorthand.
-_SOURCE = {f"{ACTOR}.{key}": source for key, source in PARALLEL_KEYS.items()} | LAYOUT_FEEDS
+FED_BY = {f"{ACTOR}.{key}": source for key, source in PARALLEL_KEYS.items()} | LAYOUT_FEEDS
 # Fractions: key -> (lowest exclusive, highest inclusive)
 FRACTIONS = {f"{ARR}.rollout.gpu_memory_utilization": (0.0, 1.0)}
 
@@ -122,7 +122,7 @@ def value_problems(cfg: DictConfig) -> list[Problem]:
         why = integer_problem(key, value, nullable, lowest)
         if why is None:
             continue
-        source = _SOURCE.get(key)
+        source = FED_BY.get(key)
         if source in bad_sources:
             continue  # already reported under the shorthand that feeds it
         if key.startswith("parallel."):

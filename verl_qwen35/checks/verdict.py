@@ -7,6 +7,7 @@ from verl_qwen35.checks.batches import batch_problems, uses_reference
 from verl_qwen35.checks.files import data_problems, model_path_problems
 from verl_qwen35.checks.hardware import hardware_problems
 from verl_qwen35.checks.layout import layout_problems, positive_problems, sequence_parallel_problems
+from verl_qwen35.checks.masked import key_of, masked_configs
 from verl_qwen35.checks.megatron_keys import (
     field_spec,
     override_ddp_problems,
@@ -72,12 +73,37 @@ def preflight(
     of the composed config (interpolations as written) cannot see."""
     if broken := structure_problems(cfg):
         return broken  # nothing else can read inside a section that is not there
-    device = device_of(cfg)
     found = parity_errors(cfg) + unknown_patch_errors(cfg) + layout_source_errors(cfg)
     found += [error(key, f"{why}. Instead, {ADVICE}.") for key, why in config_findings(cfg)]
     otc = override_dict(cfg)
     if bad_values := bad_value_problems(cfg, otc):
-        return found + bad_values  # the rules below compute with these values
+        return found + bad_values + rules_beside(cfg, bad_values, machine_missing)
+    return found + rule_problems(cfg, otc, machine_missing, estimate)
+
+
+def rules_beside(cfg: DictConfig, bad_values: list[Problem], machine_missing: Level) -> list[Problem]:
+    """The rule findings that hold whatever the bad values become (checks/masked.py): every problem at once,
+    without a finding computed from a value the user has not given."""
+    masked = masked_configs(cfg, bad_values)
+    if masked is None:
+        return []
+    first, second, replaced = masked
+    if bad_value_problems(first) or bad_value_problems(second):
+        return []  # a bad value this module cannot stand in for: the rules would compute with it
+    again = set(rule_problems(second, override_dict(second), machine_missing))
+    return [
+        p
+        for p in rule_problems(first, override_dict(first), machine_missing)
+        if p in again and not replaced & {key_of(k) for k in p.keys}
+    ]
+
+
+def rule_problems(
+    cfg: DictConfig, otc: dict, machine_missing: Level, estimate: MemoryEstimate | None = None
+) -> list[Problem]:
+    """The rules that compute with the config's values (all of them typed)."""
+    found: list[Problem] = []
+    device = device_of(cfg)
     layout = Layout.of(cfg)
     if not_positive := positive_problems(layout):
         return found + not_positive  # nothing else can be computed from such a layout

@@ -16,16 +16,17 @@ from importlib import import_module
 from pathlib import Path
 
 import hydra
+from hydra.core.override_parser.types import Override
 from hydra.errors import ConfigCompositionException
-from omegaconf import DictConfig
-from omegaconf.errors import InterpolationResolutionError
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import InterpolationResolutionError, OmegaConfBaseException
 
 from verl_qwen35.cli import help
 from verl_qwen35.cli.answers import PROG, answered
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import implicit_overrides
 from verl_qwen35.config.errors import resolve_naming_key
-from verl_qwen35.config.overrides import parse_overrides
+from verl_qwen35.config.overrides import parse_overrides, refused_together, typed_override_errors
 from verl_qwen35.config.prewrite import check_before_writing, discard_unstarted_run
 from verl_qwen35.config.resolvers import register_resolvers
 from verl_qwen35.config.schema import register_schema
@@ -209,6 +210,31 @@ def user_search_dirs(argv: list[str]) -> list[Path]:
     return dirs
 
 
+def refuse_typed_overrides(overrides: list[Override], argv: list[str]) -> None:
+    """The overrides our typed nodes' schema refuses, with the values of the wrong kind among the others (verl's
+    keys, composed without the refused ones: a type is judged alone, no rule reads the stand-in), in one message."""
+    refused = typed_override_errors(overrides)
+    if not refused:
+        return
+    lines = {line for line, _ in refused}
+    rest = [o.input_line for o in overrides if o.input_line and o.input_line not in lines]
+    reasons = [why for _, why in refused]
+    try:
+        cfg = compose([line for line in rest if not line.lstrip("+~").startswith("hydra.")], help.config_dirs(argv))
+        OmegaConf.resolve(cfg)
+    except UserError as err:
+        reasons.append(str(err))
+    except OmegaConfBaseException:
+        pass  # an interpolation that cannot resolve: named once these are fixed
+    else:
+        from verl_qwen35.checks.verdict import bad_value_problems  # the error path only
+
+        reasons += [
+            f"{', '.join(p.keys)}{'' if p.message[:1] == '=' else ': '}{p.message}" for p in bad_value_problems(cfg)
+        ]
+    raise refused_together(reasons)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     with answered():
@@ -229,7 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     answer = answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=interrupted)
     with answer, sigterm_raised(), released_when_done(), scanned_once():
         # Every file the user adds to the search path: size and alias limits and secrets, before Hydra parses any.
-        check_config_dirs(parse_overrides(overrides_of(argv)), user_search_dirs(argv))
+        overrides = parse_overrides(overrides_of(argv))
+        check_config_dirs(overrides, user_search_dirs(argv))
+        if not {"-m", "--multirun"} & set(argv):  # a sweep's jobs are refused one by one, in its summary
+            refuse_typed_overrides(overrides, argv)  # every schema refusal at once; Hydra stops at the first
         run_hydra(argv)
     return 0
 

@@ -65,6 +65,13 @@ def did_you_mean(cause: ConfigAttributeError | ConfigKeyError, value: object = N
     return message + f" To add a new key on purpose, write +{full_key}=..."
 
 
+def refusal(err: OmegaConfBaseException, value: object = None) -> str:
+    """OmegaConf's refusal of one value as one line naming its key: a key that is not there, with the close ones."""
+    if isinstance(err, ConfigAttributeError | ConfigKeyError) and err.parent_node is not None:
+        return did_you_mean(err, value)
+    return _omegaconf_message(err)
+
+
 def _yaml_message(err: yaml.YAMLError) -> str:
     mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
     problem = getattr(err, "problem", None) or str(err).splitlines()[0]

@@ -17,6 +17,7 @@ Not rehearsed: the tokenizer and weights, Ray, the workers and engines, the roll
 """
 
 import ast
+import importlib.util
 import inspect
 import io
 import tempfile
@@ -72,7 +73,11 @@ def sample_files(cfg: DictConfig, folder: Path) -> tuple[str, str]:
 def data_problems(cfg: DictConfig) -> tuple[list[Problem], int | None]:
     """verl's datasets, sampler and dataloaders, and its count of training steps (None: not counted here)."""
     from torchdata.stateful_dataloader import StatefulDataLoader
-    from verl.trainer.ppo.utils import create_rl_dataset, create_rl_sampler
+
+    try:
+        from verl.trainer.ppo.utils import create_rl_dataset, create_rl_sampler  # verl 0.9
+    except ImportError:
+        from verl.trainer.main_ppo import create_rl_dataset, create_rl_sampler  # verl 0.8.0
     from verl.utils.dataset.rl_dataset import collate_fn, get_dataset_class
 
     data = _plain(cfg).data
@@ -161,11 +166,12 @@ def reward_problems(cfg: DictConfig) -> list[Problem]:
 
 
 def registered_agent_loops() -> tuple[str, ...]:
-    """The names verl's agent-loop modules register with `@register("...")`, read from their source."""
-    import verl.experimental.agent_loop as package
-
+    """The names verl's agent-loop modules register with `@register("...")`, read from their source (found, not
+    imported: importing the package loads its servers' HTTP stack, ~0.4 s, for names its source states)."""
+    spec = importlib.util.find_spec("verl.experimental.agent_loop")
+    folders = list(spec.submodule_search_locations or []) if spec else []
     names: set[str] = set()
-    for file in Path(package.__file__).parent.glob("*.py"):
+    for file in (f for folder in folders for f in Path(folder).glob("*.py")):
         for node in ast.walk(ast.parse(file.read_text())):
             if isinstance(node, ast.ClassDef):
                 for deco in node.decorator_list:
