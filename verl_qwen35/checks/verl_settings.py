@@ -9,7 +9,7 @@ among them) are checks/verl_names.py's.
 from omegaconf import DictConfig, OmegaConf
 from packaging.version import Version
 
-from verl_qwen35.checks.problem import Problem, error, warning
+from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.installed import installed_verl_version
 
 ROUTER_REPLAY_MODES = ("disabled", "R2", "R3")
@@ -19,20 +19,18 @@ ROUTER_REPLAY_MODES = ("disabled", "R2", "R3")
 VANILLA_MBRIDGE_DEPRECATED = Version("0.9.0")
 
 
-def deprecation_problems(cfg: DictConfig) -> list[Problem]:
-    """Settings the installed verl warns are deprecated: a note in the verdict naming the replacement."""
+def deprecation_notes(cfg: DictConfig) -> list[str]:
+    """Settings the installed verl warns are deprecated, each naming its replacement: notes beside the verdict,
+    not problems (the run works today; the GPU presets keep what verl's own GPU scripts set)."""
     if Version(installed_verl_version()).release < VANILLA_MBRIDGE_DEPRECATED.release:
         return []
     if not OmegaConf.select(cfg, "actor_rollout_ref.actor.megatron.vanilla_mbridge", default=False):
         return []
     key = "megatron.vanilla_mbridge" if "megatron" in cfg else "actor_rollout_ref.actor.megatron.vanilla_mbridge"
     return [
-        warning(
-            key,
-            f"=true: verl {installed_verl_version()} warns the legacy mbridge loader is deprecated and will be "
-            "removed (verl/workers/config/engine.py, PR #6951); its replacement is Megatron-Bridge: "
-            f"{key}=false (needs megatron-bridge installed). The GPU presets keep true, as verl's GPU scripts do",
-        )
+        f"{key}=true: verl {installed_verl_version()} warns the legacy mbridge loader is deprecated and will be "
+        "removed (verl/workers/config/engine.py, PR #6951); its replacement is Megatron-Bridge: "
+        f"{key}=false (needs megatron-bridge installed). The GPU presets keep true, as verl's GPU scripts do"
     ]
 
 
@@ -46,7 +44,6 @@ def verl_setting_problems(cfg: DictConfig) -> list[Problem]:
     if OmegaConf.select(cfg, "actor_rollout_ref.rollout.mode") == "sync":
         found.append(error("actor_rollout_ref.rollout.mode", "=sync was removed from verl; use async"))
     found += _exclusive_micro_batches(cfg)
-    found += deprecation_problems(cfg)
     rollout = cfg.actor_rollout_ref.rollout
     if OmegaConf.select(rollout, "val_kwargs.do_sample", default=False) and not rollout.get("temperature", 1.0) > 0:
         # verl/utils/config.py validate_config
