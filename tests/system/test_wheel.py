@@ -312,7 +312,7 @@ def test_light_install_data_command_names_its_missing_client(light: Light, tmp_p
     done = _light_module(light, "data", "--out", str(tmp_path / "geo3k"), cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "huggingface_hub is not installed here: pip install huggingface_hub" in done.stderr
-    assert not list((tmp_path / "geo3k").iterdir())
+    assert not (tmp_path / "geo3k").exists(), "a failed fetch leaves nothing behind"
 
 
 def test_light_install_estimates_memory_and_plans_layouts(light: Light, tmp_path: Path) -> None:

@@ -17,10 +17,9 @@ from verl_qwen35.checks.megatron_keys import field_spec
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.values import FED_BY, kinds
 from verl_qwen35.checks.verl_types import shipped_verl_data
-from verl_qwen35.config.schema import ACTOR
 
 OTC = "megatron.override_transformer_config"
-REF = "actor_rollout_ref.ref"
+ACTOR, REF = "actor_rollout_ref.actor", "actor_rollout_ref.ref"  # the sides our megatron patch is copied to
 # Two different valid values of each kind, the first kind a key takes that is listed here.
 STAND_INS: dict[str, tuple[Any, Any]] = {
     "int": (1, 2),

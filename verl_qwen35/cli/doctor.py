@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"device={device}; matrix {matrix}")
         print(table(verdicts))
         verdict = "ready to launch" if not failing else f"NOT ready: {', '.join(v.name for v in failing)}"
-        print(f"verdict: {verdict}")
         print(rules_line(device))  # the versions a dry run's rules follow, as it prints them
+        print(f"verdict: {verdict}")
         if stacks:
             print("\nstacks verl pins (shown, not enforced):")
             print(stacks_table(stacks))
