@@ -19,7 +19,8 @@ from verl_qwen35.checks.values import FED_BY, kinds
 from verl_qwen35.checks.verl_types import shipped_verl_data
 
 OTC = "megatron.override_transformer_config"
-ACTOR, REF = "actor_rollout_ref.actor", "actor_rollout_ref.ref"  # the sides our megatron patch is copied to
+# The sides our megatron patch is copied to (config/schema.py ACTOR / REF name their megatron nodes instead).
+ACTOR_SIDE, REF_SIDE = "actor_rollout_ref.actor", "actor_rollout_ref.ref"
 # Two different valid values of each kind, the first kind a key takes that is listed here.
 STAND_INS: dict[str, tuple[Any, Any]] = {
     "int": (1, 2),
@@ -41,8 +42,9 @@ def followers(key: str) -> list[str]:
     of our megatron patch, the ref's copy of the actor's engine key, and verl's own `oc.select` followers."""
     found = [k for k, source in FED_BY.items() if source == key]
     if key.startswith("megatron."):
-        found += [f"{ACTOR}.{key}", f"{REF}.{key}"]
-    found += [f"{REF}.{k.removeprefix(ACTOR + '.')}" for k in [key, *found] if k.startswith(f"{ACTOR}.megatron.")]
+        found += [f"{ACTOR_SIDE}.{key}", f"{REF_SIDE}.{key}"]
+    on_actor = [k for k in [key, *found] if k.startswith(f"{ACTOR_SIDE}.megatron.")]
+    found += [f"{REF_SIDE}.{k.removeprefix(ACTOR_SIDE + '.')}" for k in on_actor]
     fields = shipped_verl_data()["fields"]
     return found + [k for k, spec in fields.items() if spec.get("follows") == key]
 
