@@ -9,7 +9,8 @@ command that fails stops it (exit 1): its time would be that of an error path.
 The timed code is this checkout (its directory goes first on PYTHONPATH), run by the
 interpreter of `--python`, so the same script measures the config-only venv and the full one.
 Every command runs in a temporary directory with HOME (and XDG_CACHE_HOME) inside it, so run
-directories, caches and Ray's files never reach the repository, ~/.cache or ~/.ray. The
+directories, caches and Ray's files never reach the repository, ~/.cache or ~/.ray (only Python's
+bytecode cache does, which git ignores: timed runs read it, as from an installed package). The
 presets' data files are then absent, which a dry run only warns about.
 
     python scripts/benchmark.py --python .venv-verl0.9/bin/python
@@ -70,6 +71,9 @@ class Runner:
         home.mkdir()
         path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
         self.env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"), "PYTHONPATH": path}
+        # The warm-up run caches bytecode, as an installed package has it (pip compiles at install): an image's
+        # PYTHONDONTWRITEBYTECODE=1 would have this checkout and a --no-compile venv compiled on every run.
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
 
     def call(self, args: list[str]) -> subprocess.CompletedProcess[str]:
         cmd = [self.python, *args]

@@ -8,6 +8,7 @@
 #
 #   bash scripts/test312.sh [pytest args...]      (PYTHON=... to choose the interpreter)
 set -euo pipefail
+unset PYTHONDONTWRITEBYTECODE  # the venv keeps the bytecode of what the tests import (see scripts/test.sh)
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 venv=.venv-py3.12
 python="${PYTHON:-python3.12}"
