@@ -173,10 +173,12 @@ def shipped_row(row: Mapping[str, Any]) -> Row:
         r.get("gen_tp", 1), r.get("gen_dp", 1), 1, r.get("gen_ep", 1),
     )  # fmt: skip
     s, rates = _settings(r, hw), Rates.of(hw)
+    # The run's megatron `overlap_moe_expert_parallel_comm`, where its source says the expert all-to-all overlaps.
+    recipe = Recipe(overlap_ep=bool(r.get("overlap_moe_expert_parallel_comm", False)))
     if row["kind"] == "pretrain":
-        terms = {"update_actor": training_terms(m, lo, s, rates)[0]["update_actor"]}
+        terms = {"update_actor": training_terms(m, lo, s, rates, recipe)[0]["update_actor"]}
     else:
-        t = step_time(m, lo, s, estimate_layout(m, lo, s), rates, UNIT)
+        t = step_time(m, lo, s, estimate_layout(m, lo, s), rates, UNIT, recipe)
         terms = {p: ab for p, ab in t.terms.items() if ab != (0.0, 0.0)}
     measured = {str(k): float(v) for k, v in row["phases"].items()}
     fitted = frozenset(row.get("fit", list(measured)) or [])
