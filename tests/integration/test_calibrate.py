@@ -26,6 +26,9 @@ def test_a_calibration_from_a_run_changes_the_dry_runs_prediction_and_names_itse
     seconds = float(re.search(r"time\s+~([\d.]+) s a step", plan.out).group(1))
     assert seconds > 2 * shipped.total, (seconds, shipped.total)
     assert f"calibration {tmp_path / 'mine.yaml'} (1 measured rows)" in plan.out
+    # Fitted per device kind: a calibration of GPU runs is refused for an NPU config, naming the key.
+    npu = cli("plan", "model=35b", "device=npu", f"plan.calibration={tmp_path / 'mine.yaml'}", "--top", "1")
+    assert npu.code == 2 and "plan.calibration=" in npu.err and "fitted on gpu runs" in npu.err, npu.err
     report = cli("report", str(run), "--no-plots", "--calibration", "mine.yaml")
     assert report.code == 0, report.err
     assert "step time (after)" in report.out and "(after): predicted with calibration mine.yaml" in report.out

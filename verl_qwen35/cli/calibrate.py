@@ -2,7 +2,8 @@
 
 Reads each run's launch record and the per-phase timings verl logged (`timing_s/gen`, `old_log_prob`, `ref`,
 `update_actor`, `update_weights`; review/calibration_runs.py), fits the per-phase efficiencies to them
-(model/calibration.py: the runs are the rows; `--with-published` adds the shipped published rows), prints each
+(model/calibration.py: the runs are the rows, all of one device kind; `--with-published` adds the published rows
+of that kind; what the runs do not measure keeps the published fit of their kind), prints each
 phase's fit and every run's leave-one-out error, and writes the calibration file that `plan.calibration=FILE`
 gives the dry run, `verl-qwen35 plan` and `verl-qwen35 report --calibration FILE`.
 """
@@ -15,7 +16,17 @@ from pathlib import Path
 
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.errors import UserError
-from verl_qwen35.model.calibration import as_yaml, calibrate, fit_lines, read_file, run_row, shipped, shipped_rows
+from verl_qwen35.model.calibration import (
+    MIN_BAND_ROWS,
+    Row,
+    as_yaml,
+    calibrate,
+    fit_lines,
+    read_file,
+    run_row,
+    shipped,
+    shipped_rows,
+)
 from verl_qwen35.model.memory import InputError
 from verl_qwen35.review.calibration_runs import measured_run
 
@@ -58,6 +69,15 @@ def write(path: Path, text: str) -> None:
         raise
 
 
+def device_kind(rows: list[Row]) -> str:
+    """The one device kind the runs ran on: a fit is per kind (model/calibration.py), so a mix is refused."""
+    kinds = {r.device for r in rows}
+    if len(kinds) > 1:
+        named = "; ".join(f"{kind}: {', '.join(r.id for r in rows if r.device == kind)}" for kind in sorted(kinds))
+        raise UserError(f"the runs ran on more than one device kind (trainer.device) ({named}): calibrate each apart")
+    return kinds.pop()
+
+
 def run(run_dirs: list[Path], out: Path, with_published: bool) -> int:
     check_target(out)
     rows, names, found_runs = [], [], []
@@ -76,13 +96,14 @@ def run(run_dirs: list[Path], out: Path, with_published: bool) -> int:
         rows.append(row)
         found_runs.append(found)
         names.append(str(run_dir.absolute()))
-    published = [r for r in shipped_rows() if r.fitted] if with_published else []
-    base = shipped()
-    what = f"{len(rows)} run(s)" + (f" and {len(published)} published rows" if published else "")
-    cal = calibrate([*rows, *published], f"{out} ({what})", base)
+    device = device_kind(rows)
+    published = [r for r in shipped_rows() if r.fitted and r.device == device] if with_published else []
+    base = shipped(device)
+    what = f"{len(rows)} {device} run(s)" + (f" and {len(published)} published {device} rows" if published else "")
+    cal = calibrate([*rows, *published], f"{out} ({what})", device, base)
     print(
-        f"fit on {what}; an efficiency no run measures, and the band of a phase fewer than two runs measure, keep "
-        "the published fit's"
+        f"fit on {what}; an efficiency no run measures, and the band of a phase fewer than {MIN_BAND_ROWS} runs "
+        f"measure, keep the published {device} fit's"
     )
     print("\n".join(fit_lines(cal, [*rows, *published], base.efficiency)))
     write(out, as_yaml(cal, names + [f"published: {r.id}" for r in published]))

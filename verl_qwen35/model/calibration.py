@@ -1,15 +1,31 @@
-"""The step-time model's efficiencies and error bands, fitted on measured phases (published rows or a user's runs).
+"""The step-time model's efficiencies and error bands per device kind, fitted on measured phases (published rows or
+a user's runs).
 
 A measurement names the phases it measured (verl's `timing_s/gen`, `old_log_prob`, `ref`, `update_actor`,
 `update_weights`; `step` for a published total). Each phase's prediction is `a / efficiency + b`
 (model/step_time.py), so the efficiency that makes one measured phase exact is `a / (measured - b)`; a constant
 is the median of those values over the rows that measure its phases (a `step` row fits `gen`, the other phases at
-their fitted values). Without rows, `log_prob` takes the `update` constant (the same forward kernels) and any
-other constant the shipped fit's.
+their fitted values). Without rows, `log_prob` takes the `update` constant of the same device (the same forward
+kernels) and any other constant the shipped fit's.
 
-The band is not chosen: every row is predicted by a fit that did not see it (leave-one-out), and a phase's band
-is the lowest and highest measured / predicted ratio of its rows (1 included). A phase measured by fewer than
-two rows takes the band of all rows together.
+Per device kind (the `device` of a row's hardware, `gpu` or `npu`, as in conf/hardware/*.yaml; a config's
+`trainer.device`): a constant true of one backend is not applied to another. A GPU prediction uses the GPU rows
+only. An NPU prediction uses the constants its NPU rows measure; a constant none of them measures is the GPU
+constant times the NPU rows' common factor (their measured constants over the GPU's) where those factors agree
+within AGREE: the stack then runs every measured kernel at one share of the GPU rows' share of peak, and the
+unmeasured phase most likely does too. Where the factors differ by phase (the Ascend row's rollout runs at ~0.5x
+the GPU rows' share, its training passes at ~0.2-0.3x), nothing says which one the unmeasured phase shares, and it
+takes the GPU constant.
+
+The band is not chosen: every row is predicted by a fit that did not see it (leave-one-out), and a phase's band is
+the central 80% of its rows' measured / predicted ratios: the 10th to the 90th percentile (nearest rank: the
+lowest and highest tenth of the ratios, rounded down, left out; 1 included). It holds at least 8 of every 10
+published runs predicted without themselves, not the most extreme one of ten (scripts/calibrate.py prints how many
+each band holds); with fewer than ten rows nothing is left out. A phase needs
+MIN_BAND_ROWS rows of its device kind for a band of its own; with fewer, an NPU phase takes the GPU phase's band
+(its rows' ratios were predicted by the GPU fit, an error the NPU fit no longer makes), a user's phase the shipped
+band of its device kind, and a GPU phase the band of all GPU ratios together (of phases two or more rows measure)
+stretched to hold its own.
 """
 
 import dataclasses
@@ -43,6 +59,21 @@ SHIPPED = DATA_DIR / "calibration" / "measurements.yaml"
 # whose every constant has rows, but by a fit of rows that lack some phase).
 START = {"gen": 0.5, "log_prob": 0.3, "update": 0.3, "update_weights": 0.75}
 FIT_ORDER = ("update", "log_prob", "update_weights", "gen")
+# Device kinds as conf/hardware/*.yaml's `device` and verl's `trainer.device` name them; GPU is the kind most rows
+# measure, the one another kind falls back to.
+DEVICES = ("gpu", "npu")
+REFERENCE = "gpu"
+# An assumption, not a fit: factors within 1.5x of each other are one factor (the GPU rows' own ratios of one
+# phase spread wider than that).
+AGREE = 1.5
+MIN_BAND_ROWS = 3  # fewer rows give no spread to speak of
+BAND_TAIL_PERCENT = 10  # the band: the 10th to the 90th percentile of the leave-one-out ratios
+
+
+def device_of(cfg: Any) -> str:
+    """A config's device kind: verl's `trainer.device` (npu on Ascend, cuda or unset on a GPU)."""
+    trainer = cfg.get("trainer") if hasattr(cfg, "get") else None
+    return "npu" if hasattr(trainer, "get") and trainer.get("device") == "npu" else "gpu"
 
 
 @dataclass(frozen=True)
@@ -55,6 +86,7 @@ class Row:
     fitted: frozenset[str]  # the measured phases the fit uses
     source: str = ""
     hardware: str = ""
+    device: str = REFERENCE  # the device kind it ran on (DEVICES)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def predict(self, eff: Mapping[str, float], phase: str) -> float:
@@ -63,10 +95,15 @@ class Row:
         return phase_seconds({phase: self.terms[phase]}, eff)[phase]
 
 
+def _phase(measured: str) -> str:
+    """The phase a measurement's band and constant are those of (a whole `step` fits `gen`)."""
+    return "gen" if measured == "step" else measured
+
+
 def _own(row: Row, phase: str, eff: Mapping[str, float]) -> float | None:
     """The efficiency that makes this row's `phase` (a `step` row: its gen) equal its measurement."""
     measured = row.measured[phase]
-    target = "gen" if phase == "step" else phase
+    target = _phase(phase)
     if phase == "step":
         measured -= sum(row.predict(eff, p) for p in row.terms if p != "gen")
     a, b = row.terms[target]
@@ -76,14 +113,15 @@ def _own(row: Row, phase: str, eff: Mapping[str, float]) -> float | None:
 
 
 def fit(rows: Iterable[Row], fallback: Mapping[str, float] | None = None) -> dict[str, float]:
-    """One efficiency per constant: the median of each row's own value (see the module's docstring)."""
+    """One efficiency per constant from rows of one device kind: the median of each row's own value (see the
+    module's docstring)."""
     rows = list(rows)
     eff = dict(fallback or START)
     for constant in FIT_ORDER:
         values = []
         for row in rows:
             for phase in row.fitted:
-                if (CONSTANT["gen"] if phase == "step" else CONSTANT[phase]) == constant:
+                if CONSTANT[_phase(phase)] == constant:
                     value = _own(row, phase, eff)
                     values += [value] if value is not None else []
         if values:
@@ -93,42 +131,114 @@ def fit(rows: Iterable[Row], fallback: Mapping[str, float] | None = None) -> dic
     return eff
 
 
-def leave_one_out(rows: list[Row], fallback: Mapping[str, float] | None = None) -> list[tuple[Row, str, float]]:
-    """(row, phase, measured / predicted) of every fitted measurement, predicted by the fit of the other rows."""
+def measured_constants(rows: Iterable[Row]) -> set[str]:
+    return {CONSTANT[_phase(p)] for row in rows for p in row.fitted}
+
+
+def common_factor(own: Mapping[str, float], reference: Mapping[str, float], constants: Iterable[str]) -> float | None:
+    """The one factor by which `own`'s measured constants differ from the reference's, where they agree within
+    AGREE (their geometric mean); None where they differ by phase."""
+    factors = [own[c] / reference[c] for c in sorted(constants)]
+    if not factors or max(factors) > AGREE * min(factors):
+        return None
+    return statistics.geometric_mean(factors)
+
+
+def fit_device(rows: Iterable[Row], device: str, fallback: Mapping[str, float] | None = None) -> dict[str, float]:
+    """The efficiencies of a `device` prediction (the module's docstring): the GPU rows' fit for a GPU; for
+    another kind its own rows' fit, a constant they do not measure from the GPU rows' fit (times their common
+    factor where there is one). `fallback`: the constants no row of either kind measures."""
+    rows = list(rows)
+    reference_rows = [r for r in rows if r.device == REFERENCE]
+    reference = fit(reference_rows, fallback)
+    own = [r for r in rows if r.device == device]
+    if device == REFERENCE or not own:
+        return reference
+    first = fit(own, reference)
+    measured = measured_constants(own)
+    factor = common_factor(first, reference, measured) if reference_rows else None
+    if factor is None:
+        return first
+    scaled = {c: v if c in measured else min(1.0, v * factor) for c, v in reference.items()}
+    return fit(own, scaled)  # again: a `step` row's gen is fitted with the other phases at their scaled values
+
+
+def leave_one_out(
+    rows: list[Row], fallback: Mapping[str, float] | None = None, device: str = REFERENCE
+) -> list[tuple[Row, str, float]]:
+    """(row, phase, measured / predicted) of every fitted measurement of a `device` row, predicted by the
+    `device` fit of the other rows."""
     out = []
     for i, row in enumerate(rows):
-        others = rows[:i] + rows[i + 1 :]
-        eff = fit(others, fallback)
+        if row.device != device:
+            continue
+        eff = fit_device(rows[:i] + rows[i + 1 :], device, fallback)
         out += [(row, phase, row.measured[phase] / row.predict(eff, phase)) for phase in sorted(row.fitted)]
     return out
 
 
-def bands(loo: list[tuple[Row, str, float]]) -> dict[str, tuple[float, float]]:
-    """Each phase's (low, high) ratio from its rows' leave-one-out ratios (a `step` row counts for `gen`),
-    1 included; with fewer than two, the band of all rows together."""
-    counts = {p: sum(1 for _, q, _ in loo if q == p) for _, p, _ in loo}
-    pooled = [ratio for _, p, ratio in loo if counts[p] >= 2]  # a phase of one row is predicted by no row
-    wide = (min([1.0, *pooled]), max([1.0, *pooled]))
-    out = {}
-    for phase in PHASES:
-        own = [ratio for _, p, ratio in loo if p == phase or (phase == "gen" and p == "step")]
-        out[phase] = (min([1.0, *own]), max([1.0, *own])) if len(own) >= 2 and phase != "gen" else wide
-        if phase == "gen" and len(own) >= 2:
-            out[phase] = (min([1.0, *own]), max([1.0, *own]))
+def interval(ratios: Sequence[float]) -> tuple[float, float]:
+    """The 10th to 90th percentile of the ratios by nearest rank, outward: the lowest and the highest tenth of
+    them (rounded down) left out, 1 included. Rounded down, so the band holds at least 80% of the ratios it is
+    made of; an interpolated percentile (`statistics.quantiles`) cuts inside the outermost kept ratios and holds
+    2 of 4 (its inclusive method) or reaches past the data (its exclusive method) with few rows."""
+    ordered = sorted(ratios)
+    if not ordered:
+        return 1.0, 1.0
+    cut = len(ordered) * BAND_TAIL_PERCENT // 100
+    return min(1.0, ordered[cut]), max(1.0, ordered[-1 - cut])
+
+
+def by_phase(loo: Iterable[tuple[Row, str, float]]) -> dict[str, list[float]]:
+    """Each phase's leave-one-out ratios (a `step` row's count for `gen`)."""
+    out: dict[str, list[float]] = {p: [] for p in PHASES}
+    for _, measured, ratio in loo:
+        out[_phase(measured)].append(ratio)
     return out
 
 
-def calibrate(rows: list[Row], source: str, base: Calibration | None = None) -> Calibration:
-    """The calibration these rows give; constants and bands they cannot fit come from `base`."""
-    eff = fit(rows, base.efficiency if base else None)
-    loo = leave_one_out(rows, base.efficiency if base else None)
-    band = bands(loo)
-    if base is not None:  # a phase the user's runs do not measure twice keeps the shipped band
-        for phase in PHASES:
-            own = [r for r, p, _ in loo if p == phase or (phase == "gen" and p == "step")]
-            if len(own) < 2:
-                band[phase] = base.band[phase]
-    return Calibration(efficiency=eff, band=band, source=source, rows=len(rows))
+def bands(
+    loo: list[tuple[Row, str, float]], fallback: Mapping[str, tuple[float, float]] | None = None
+) -> dict[str, tuple[float, float]]:
+    """Each phase's band from its rows' leave-one-out ratios (`interval`); a phase of fewer than MIN_BAND_ROWS
+    takes `fallback`'s band, without one the band of every phase's ratios together (`pooled`) stretched to hold
+    its own (of fewer than ten ratios `interval` leaves none out either)."""
+    ratios = by_phase(loo)
+    out = {}
+    for phase in PHASES:
+        if len(ratios[phase]) >= MIN_BAND_ROWS:
+            out[phase] = interval(ratios[phase])
+        elif fallback is not None:
+            out[phase] = fallback[phase]
+        else:
+            low, high = interval(pooled(loo))
+            out[phase] = min([low, *ratios[phase]]), max([high, *ratios[phase]])
+    return out
+
+
+def pooled(loo: list[tuple[Row, str, float]]) -> list[float]:
+    """Every phase's ratios together, but those of a phase one row measures (a fit of no row of it predicted it)."""
+    return [r for values in by_phase(loo).values() if len(values) >= 2 for r in values]
+
+
+def coverage(loo: list[tuple[Row, str, float]], band: Mapping[str, tuple[float, float]]) -> dict[str, tuple[int, int]]:
+    """Each phase's (held, of): how many of its rows' leave-one-out ratios lie inside its band."""
+    return {
+        p: (sum(1 for r in values if band[p][0] <= r <= band[p][1]), len(values)) for p, values in by_phase(loo).items()
+    }
+
+
+def calibrate(rows: list[Row], source: str, device: str = REFERENCE, base: Calibration | None = None) -> Calibration:
+    """The calibration of `device` these rows give; constants and bands they cannot fit come from `base`
+    (a user's runs: the shipped calibration of their device kind), else from the GPU rows (module docstring)."""
+    fallback = base.efficiency if base else None
+    band_base = base.band if base else None
+    if base is None and device != REFERENCE:
+        band_base = calibrate(rows, source, REFERENCE).band
+    band = bands(leave_one_out(rows, fallback, device), band_base)
+    used = [r for r in rows if r.device in (device, REFERENCE)]
+    own = sum(1 for r in rows if r.device == device)
+    return Calibration(fit_device(rows, device, fallback), band, source, len(used), device, own)
 
 
 # -- the shipped rows -----------------------------------------------------------------------------------
@@ -173,14 +283,19 @@ def shipped_row(row: Mapping[str, Any]) -> Row:
         r.get("gen_tp", 1), r.get("gen_dp", 1), 1, r.get("gen_ep", 1),
     )  # fmt: skip
     s, rates = _settings(r, hw), Rates.of(hw)
+    # The run's megatron `overlap_moe_expert_parallel_comm`, where its source says the expert all-to-all overlaps.
+    recipe = Recipe(overlap_ep=bool(r.get("overlap_moe_expert_parallel_comm", False)))
     if row["kind"] == "pretrain":
-        terms = {"update_actor": training_terms(m, lo, s, rates)[0]["update_actor"]}
+        terms = {"update_actor": training_terms(m, lo, s, rates, recipe)[0]["update_actor"]}
     else:
-        t = step_time(m, lo, s, estimate_layout(m, lo, s), rates, UNIT)
+        t = step_time(m, lo, s, estimate_layout(m, lo, s), rates, UNIT, recipe)
         terms = {p: ab for p, ab in t.terms.items() if ab != (0.0, 0.0)}
     measured = {str(k): float(v) for k, v in row["phases"].items()}
     fitted = frozenset(row.get("fit", list(measured)) or [])
-    return Row(row["id"], terms, measured, fitted, " ".join(row["source"].split()), hw.get("name", ""))
+    device = hw["device"]  # the hardware anchor's kind, as conf/hardware/*.yaml's `device`
+    if device not in DEVICES:
+        raise ValueError(f"{SHIPPED}: {row['id']}: hardware.device={device!r} is not one of {DEVICES}")
+    return Row(row["id"], terms, measured, fitted, " ".join(row["source"].split()), hw.get("name", ""), device)
 
 
 UNIT = Calibration(efficiency=dict.fromkeys(CONSTANTS, 1.0), band={p: (1.0, 1.0) for p in PHASES}, source="-", rows=0)
@@ -192,10 +307,11 @@ def shipped_rows() -> tuple[Row, ...]:
 
 
 @functools.cache
-def shipped() -> Calibration:
-    """The calibration of the published rows (verl_qwen35/data/calibration/measurements.yaml), once per process."""
+def shipped(device: str = REFERENCE) -> Calibration:
+    """The calibration of the published rows (verl_qwen35/data/calibration/measurements.yaml) for one device kind,
+    once per process and kind."""
     rows = [r for r in shipped_rows() if r.fitted]
-    return calibrate(rows, "verl_qwen35/data/calibration/measurements.yaml (published runs)")
+    return calibrate(rows, "verl_qwen35/data/calibration/measurements.yaml (published runs)", device)
 
 
 def run_row(name: str, cfg: Any, measured: Mapping[str, float], response_mean: int | None = None) -> Row:
@@ -209,27 +325,59 @@ def run_row(name: str, cfg: Any, measured: Mapping[str, float], response_mean: i
     t = step_time(m, lo, s, estimate_layout(m, lo, s), Rates.of(cfg.hardware), UNIT, recipe)
     terms = {p: ab for p, ab in t.terms.items() if ab != (0.0, 0.0)}
     kept = {p: float(v) for p, v in measured.items() if p in terms}
-    return Row(name, terms, kept, frozenset(kept), name, str(cfg.hardware.get("name", "")))
+    return Row(name, terms, kept, frozenset(kept), name, str(cfg.hardware.get("name", "")), device_of(cfg))
 
 
 def fit_lines(cal: Calibration, rows: Sequence[Row], fallback: Mapping[str, float] | None = None) -> list[str]:
-    """The fit as `scripts/calibrate.py` and `verl-qwen35 calibrate` print it: the efficiencies, each phase's band,
-    and every row's measured, predicted and leave-one-out measured / predicted seconds."""
+    """The fit of `cal.device` as `scripts/calibrate.py` and `verl-qwen35 calibrate` print it: the efficiencies,
+    each phase's band with how many of its rows' leave-one-out ratios it holds, and every row of that device's
+    measured, predicted and leave-one-out measured / predicted seconds (`fallback`: a user's base efficiencies)."""
     from tabulate import tabulate
 
-    loo = {(r.id, p): ratio for r, p, ratio in leave_one_out([r for r in rows if r.fitted], fallback)}
+    held_out = leave_one_out([r for r in rows if r.fitted], fallback, cal.device)
+    loo = {(r.id, p): ratio for r, p, ratio in held_out}
     body = []
     for row in rows:
+        if row.device != cal.device:
+            continue
         for phase, measured in row.measured.items():
             ratio = loo.get((row.id, phase))
             body.append((
                 row.id, row.hardware, phase, "yes" if phase in row.fitted else "no", f"{measured:.1f}",
                 f"{row.predict(cal.efficiency, phase):.1f}", "-" if ratio is None else f"{ratio:.2f}",
             ))  # fmt: skip
+    if fallback is not None:
+        borrowed = "the published band"
+    elif cal.device != REFERENCE:
+        borrowed = f"the {REFERENCE} band"
+    else:
+        pool = pooled(held_out)
+        inside = sum(1 for r in pool if interval(pool)[0] <= r <= interval(pool)[1])
+        borrowed = f"the band of all {len(pool)} {cal.device} ratios together, {inside} inside it"
+    counts = coverage(held_out, cal.band)
+    lines = []
+    for phase, (lo, hi) in cal.band.items():
+        held, of = counts[phase]
+        says = f"holds {held} of its {of} {cal.device} ratios" if of else f"no {cal.device} row measures it"
+        stretched = ", stretched to hold its own" if of and fallback is None and cal.device == REFERENCE else ""
+        whence = f" (fewer than {MIN_BAND_ROWS}: {borrowed}{stretched})" if of < MIN_BAND_ROWS else ""
+        lines.append(f"  {phase} {lo:.2f}-{hi:.2f}: {says}{whence}")
+    held = sum(h for h, _ in counts.values())
     head = ("row", "hardware", "phase", "fitted", "measured s", "predicted s", "leave-one-out measured/predicted")
     return [
+        f"device {cal.device}: {cal.describe()}",
         "fitted: " + " ".join(f"{k}={v:.4f}" for k, v in cal.efficiency.items()),
-        "bands (measured / predicted): " + ", ".join(f"{p} {lo:.2f}-{hi:.2f}" for p, (lo, hi) in cal.band.items()),
+        f"bands (measured / predicted: the {BAND_TAIL_PERCENT}th to {100 - BAND_TAIL_PERCENT}th percentile of "
+        f"the rows' leave-one-out ratios, 1 included; they hold {held} of {len(held_out)}):",
+        *lines,
+        *(
+            [
+                f"  ({cal.device} rows held out: predicted by the other {cal.device} rows' fit where they measure the "
+                f"phase, else by the {REFERENCE} fit; the band is not made of them)"
+            ]
+            if cal.device != REFERENCE and fallback is None
+            else []
+        ),
         tabulate(body, headers=head, tablefmt="plain", disable_numparse=True),
     ]
 
@@ -250,8 +398,10 @@ def _positive(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and 0 < v < float("inf")
 
 
-def read_file(path: str) -> Calibration:
-    """A calibration file as plain data (yaml.safe_load, bounded size); a broken one names plan.calibration."""
+def read_file(path: str, device: str | None = None) -> Calibration:
+    """A calibration file as plain data (yaml.safe_load, bounded size); a broken one names plan.calibration.
+    What it does not hold comes from the shipped calibration of the device kind its runs ran on (the file's
+    `device`, else `device`); a file of one kind is refused for a config of another (`device`)."""
     where = f"plan.calibration={path}"
     try:
         with open(path, "rb") as f:
@@ -271,7 +421,16 @@ def read_file(path: str) -> Calibration:
         or not isinstance(node.get("band"), dict)
     ):
         raise InputError("plan.calibration", f"{where}: not a file of verl-qwen35 calibrate (no calibration: node)")
-    eff, band = dict(shipped().efficiency), dict(shipped().band)
+    kind = node.get("device", device or REFERENCE)
+    if kind not in DEVICES:
+        raise InputError("plan.calibration", f"{where}: device={kind!r} is not one of {DEVICES}")
+    if device is not None and kind != device:
+        raise InputError(
+            "plan.calibration",
+            f"{where}: fitted on {kind} runs, but this config runs on {device} (trainer.device): efficiencies "
+            f"do not carry from one device kind to another; calibrate on {device} runs or unset plan.calibration",
+        )
+    eff, band = dict(shipped(kind).efficiency), dict(shipped(kind).band)
     for name, value in node["efficiency"].items():
         if name not in CONSTANTS or not _positive(value) or value > 1:
             raise InputError(
@@ -284,25 +443,29 @@ def read_file(path: str) -> Calibration:
         band[phase] = _ratio_pair(value, f"{where}: band.{phase}")
     runs = node.get("runs")
     count = len(runs) if isinstance(runs, list) else 0
-    return Calibration(efficiency=eff, band=band, source=str(path), rows=count)
+    return Calibration(efficiency=eff, band=band, source=str(path), rows=count, device=kind)
 
 
 def as_yaml(cal: Calibration, runs: list[str]) -> str:
     node = {
+        "device": cal.device,
         "efficiency": {k: round(v, 6) for k, v in cal.efficiency.items()},
         "band": {k: [round(lo, 4), round(hi, 4)] for k, (lo, hi) in cal.band.items()},
         "runs": runs,
     }
     head = (
         "# Written by verl-qwen35 calibrate: the step-time model's efficiencies fitted to these runs' timings,\n"
-        "# each phase's band from their leave-one-out error (shipped values where the runs measure too little).\n"
-        "# Use it with plan.calibration=<this file> (the dry run, verl-qwen35 plan and report).\n"
+        "# each phase's band the 10th-90th percentile of their leave-one-out error (the shipped values of their\n"
+        "# device kind where the runs measure too little). Use it with plan.calibration=<this file> (the dry run,\n"
+        f"# verl-qwen35 plan and report) for configs of device={cal.device} only.\n"
     )
     return head + yaml.safe_dump({"calibration": node}, sort_keys=False)
 
 
 def calibration_of(cfg: Any) -> Calibration:
-    """The calibration a config chooses: `plan.calibration` (a file of `verl-qwen35 calibrate`), else the shipped."""
+    """The calibration a config chooses: `plan.calibration` (a file of `verl-qwen35 calibrate`), else the shipped
+    one of its device kind (`trainer.device`)."""
     plan = cfg.get("plan") if hasattr(cfg, "get") else None
     path = plan.get("calibration") if hasattr(plan, "get") else None
-    return read_file(str(path)) if path else shipped()
+    device = device_of(cfg)
+    return read_file(str(path), device) if path else shipped(device)

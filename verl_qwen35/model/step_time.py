@@ -4,7 +4,9 @@ The phases are verl's own (`timing_s/gen`, `old_log_prob`, `ref`, `update_actor`
 colocated `RayPPOTrainer.fit`), run one after another. Each phase's seconds are `a / efficiency + b`: `a` the
 part its efficiency scales (kernel time at the hardware's peak), `b` the part it does not (communication at the
 link rates, offload over PCIe, the HBM copy of the weight sync). `model/calibration.py` fits one efficiency per
-constant on the measurements of that phase and gives each phase its band from the leave-one-out error.
+constant and device kind (GPU, NPU) on the measurements of that phase, and gives each phase its band: the 10th to
+90th percentile of the measured / predicted ratios of published runs each predicted without itself (it holds
+about 8 of 10 of them; `scripts/calibrate.py` prints how many).
 
 - **gen**: prefill compute bound; decode bound by the larger of HBM traffic (vLLM's weights the batch's tokens
   touch, the KV cache and Gated DeltaNet state of its running sequences) and compute, per replica shape (TP, DP,
@@ -152,9 +154,13 @@ class Calibration:
     band: dict[str, tuple[float, float]]
     source: str  # the file it came from
     rows: int  # measurements (shipped rows or the user's runs) it rests on
+    device: str = "gpu"  # the device kind it predicts (`trainer.device`: gpu or npu), fitted per kind
+    device_rows: int | None = None  # of `rows`, those measured on `device` (None: all)
 
     def describe(self) -> str:
-        return f"calibration {self.source} ({self.rows} measured rows)"
+        own = self.rows if self.device_rows is None else self.device_rows
+        of_them = f", {own} of them on {self.device}" if own != self.rows else ""
+        return f"calibration {self.source} ({self.rows} measured rows{of_them})"
 
 
 @dataclass(frozen=True)
@@ -231,6 +237,10 @@ class StepTime:
             "response_length_is_mean": self.response_is_mean,
             "calibration": self.calibration.source,
             "calibration_rows": self.calibration.rows,
+            "calibration_device": self.calibration.device,
+            "calibration_device_rows": (
+                self.calibration.rows if self.calibration.device_rows is None else self.calibration.device_rows
+            ),
             "total_steps": steps,
             "device_hours": None if hours is None else hours[0],
             "device_hours_low": None if hours is None else hours[1],
