@@ -153,7 +153,7 @@ def machine(device: str, acc: Any) -> dict[str, Any]:
 
     out: dict[str, Any] = {
         "name": acc.get_device_name() if acc is not None else f"CPU {platform.processor() or platform.machine()}",
-        # The device kind as measurements.yaml's hardware and conf/hardware/*.yaml name it (gpu / npu), and torch's name.
+        # The device kind as measurements.yaml and conf/hardware/*.yaml name it (gpu / npu), and torch's name.
         "device": {"cuda": "gpu"}.get(device.split(":")[0], device.split(":")[0]),
         "torch_device": device,
         "torch": str(torch.__version__),
