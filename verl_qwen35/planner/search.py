@@ -338,19 +338,26 @@ class Model:
         timed = self.timed if settings is None else self.recipe.timed(settings)
         return training_terms(self.facts, lo, timed, self.rates, self.recipe, split)
 
-    def bound(self, lo: Layout, terms: dict[str, Terms]) -> float:
+    def bound(self, lo: Layout, train: tuple[dict[str, Terms], dict[str, float]]) -> float:
         """A lower bound of this training layout's seconds under any micro-batches it may be given: at the
-        config's, or (when a pass can be made smaller and PP > 1) with each pass's GEMMs at the config's size
-        but its pipeline bubble at the smallest size's (smaller micro-batches, more of them, less bubble)."""
-        if lo.pp == 1:
+        config's, or (when a pass can be made smaller) with each pass's GEMMs at the config's size but its
+        pipeline bubble at the smallest size's (smaller micro-batches, more of them, less bubble), and without
+        the expert all-to-all where it overlaps (hidden behind all micro-batches but the first)."""
+        terms, comm = train
+        if lo.pp == 1 and not self.recipe.overlap_ep:
             return self.seconds(terms)
         if lo.cp not in self.least:  # the smallest sizes depend on the layout by CP only (the token floor)
             self.least[lo.cp] = batches.smallest(self.settings, lo)
         least = self.least[lo.cp]
         if least is self.settings:
             return self.seconds(terms)
-        now, fewest = bubbles(self.timed, lo), bubbles(self.recipe.timed(least), lo)
-        scaled = {p: (a * fewest[p] / now[p], b) if p in now else (a, b) for p, (a, b) in terms.items()}
+        scaled = dict(terms)
+        if lo.pp > 1:
+            now, fewest = bubbles(self.timed, lo), bubbles(self.recipe.timed(least), lo)
+            scaled = {p: (a * fewest[p] / now[p], b) if p in now else (a, b) for p, (a, b) in terms.items()}
+        if self.recipe.overlap_ep:
+            a, b = scaled["update_actor"]
+            scaled["update_actor"] = (a, max(0.0, b - comm["ep"]))
         return self.seconds(scaled)
 
     def seconds(self, terms: dict[str, Terms]) -> float:
@@ -404,7 +411,7 @@ def search(
     # (a warning asks for a change, a lower bound of the step's seconds): no pairing ranks before its bound.
     ordered = sorted(
         (
-            ((bool(w), model.bound(lo, train[0]) + fastest), lo, split, w, notes, train)
+            ((bool(w), model.bound(lo, train) + fastest), lo, split, w, notes, train)
             for lo, split, w, notes in trainings
             for train in [model.training(lo, split)]
         ),
