@@ -285,6 +285,13 @@ def reward_function_problems(cfg: DictConfig, missing: Level) -> list[Problem]:
     return []
 
 
+def token_budget_floor(longest: int, cp: int) -> int:
+    """The smallest dynamic-batch token budget per device verl starts with: `rearrange_micro_batches`
+    (verl/utils/seqlen_balancing.py) asserts budget x context parallel (`prepare_micro_batches` in
+    verl/workers/engine/utils.py multiplies by sp_size) >= the longest sequence, prompt + response."""
+    return -(-longest // cp)
+
+
 def token_budget_problems(cfg: DictConfig) -> list[Problem]:
     """With use_dynamic_bsz every sequence must fit the budget, per device times context parallelism
     (`transformer_impl.py` sets sp_size = context_parallel_size; `verl/workers/engine/utils.py`
@@ -299,13 +306,14 @@ def token_budget_problems(cfg: DictConfig) -> list[Problem]:
         ("actor_rollout_ref.ref.log_prob_max_token_len_per_gpu", "actor_rollout_ref.ref.log_prob_use_dynamic_bsz"),
     ):
         budget = _get(cfg, budget_key)
-        if _get(cfg, switch) and _whole(budget) and _whole(longest) and budget * cp < longest:
+        if _get(cfg, switch) and _whole(budget) and _whole(longest) and budget < token_budget_floor(longest, cp):
             found.append(
                 error(
                     budget_key,
                     f"={budget} x context parallel {cp} is below the longest sequence, max_prompt_length + "
                     f"max_response_length = {longest}: with dynamic batches verl's rearrange_micro_batches asserts "
-                    f"max_token_len >= the sequence length at the first update; use at least {-(-longest // cp)}",
+                    f"max_token_len >= the sequence length at the first update; use at least "
+                    f"{token_budget_floor(longest, cp)}",
                 )
             )
     return found

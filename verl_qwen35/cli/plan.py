@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, read_inputs
 from verl_qwen35.model.pipeline import Split
 from verl_qwen35.model.run import Run
+from verl_qwen35.planner.batches import KEYS as BATCH_KEYS
 from verl_qwen35.planner.search import (
     FIRST,
     LAST,
@@ -59,6 +61,8 @@ from verl_qwen35.run.stops import sigterm_raised
 PROG = "verl-qwen35 plan"
 PICTURE = "--picture"
 LAYOUT_KEYS = {f"parallel.{name}" for name in (*TRAINING, *ROLLOUT)} | set(split_overrides(Split()))
+# Short names of verl's micro-batch keys in a sweep's option names (planner/batches.py PASSES' order).
+SHORT = dict(zip(BATCH_KEYS, ("mb", "tok", "lpmb", "lptok", "refmb", "reftok"), strict=True))
 # The search enumerates divisor combinations of the world size: 1024 x 8 takes ~13 s on a 2-core
 # machine, and its cost grows faster than the world. Larger clusters are refused with a message.
 MAX_DEVICES = 8192
@@ -69,14 +73,17 @@ class UsageError(UserError):
     """A mistake in the command line: one message, exit 2 (errors.answered prints it)."""
 
 
-def overrides_of(lo: Layout, split: Split | None = None, base_split: Split | None = None) -> list[str]:
-    """`parallel.*` overrides, plus the first/last stage counts when this layout (or the base config) sets them."""
+def overrides_of(
+    lo: Layout, split: Split | None = None, base_split: Split | None = None, changed: tuple[tuple[str, int], ...] = ()
+) -> list[str]:
+    """`parallel.*` overrides, plus the first/last stage counts when this layout (or the base config) sets them,
+    plus verl's micro-batch keys the planner made smaller for this layout to fit (`changed`)."""
     values = {name: getattr(lo, name) for name in (*TRAINING, *ROLLOUT)}
     out = [f"parallel.{name}={'null' if value is None else value}" for name, value in values.items()]
     split, base = split or Split(), base_split or Split()
     if split.layout is None and (split.first, split.last, base.first, base.last) != (None,) * 4:
         out += [f"++{k}={'null' if v is None else v}" for k, v in split_overrides(split).items()]
-    return out
+    return out + [f"{key}={value}" for key, value in changed]
 
 
 def _key(override: str) -> str:
@@ -88,9 +95,10 @@ def base_overrides(overrides: list[str]) -> list[str]:
     return [o for o in overrides if _key(o) not in LAYOUT_KEYS]
 
 
-def name_of(rank: int, lo: Layout, split: Split | None = None) -> str:
+def name_of(rank: int, lo: Layout, split: Split | None = None, changed: tuple[tuple[str, int], ...] = ()) -> str:
     """A `parallel` option name that says the layout: r01_tp2_pp4_ep16_gtp16 (+ cp, etp, vpp, first/last
-    stage layers, rollout dp/ep)."""
+    stage layers, rollout dp/ep, and the micro-batches made smaller: mb2 for the update's, lpmb1 and
+    refmb1 for the log-prob passes', tok8192 / lptok / reftok for token budgets)."""
     parts = [f"r{rank:02d}", f"tp{lo.tp}", f"pp{lo.pp}"]
     parts += [f"cp{lo.cp}"] if lo.cp > 1 else []
     parts += [f"ep{lo.ep}"] + ([f"etp{lo.etp}"] if lo.etp > 1 else []) + ([f"vpp{lo.vpp}"] if lo.vpp else [])
@@ -98,6 +106,7 @@ def name_of(rank: int, lo: Layout, split: Split | None = None) -> str:
     parts += [f"l{split.last}"] if split is not None and split.last is not None else []
     parts += [f"gtp{lo.gen_tp}"] + ([f"gdp{lo.gen_dp}"] if lo.gen_dp > 1 else [])
     parts += [f"gep{lo.gen_ep}"] if lo.gen_ep > 1 else []
+    parts += [f"{SHORT[key]}{value}" for key, value in changed]
     return "_".join(parts)
 
 
@@ -105,11 +114,15 @@ def record(
     rank: int | None, c: Candidate, base: list[str], current: bool, steps: int | None, base_split: Split
 ) -> dict[str, Any]:
     """One JSON object: layout numbers, the overrides that give it, the step time, the estimate, whether it fits."""
+    changed = {key for key, _ in c.batches}
     return {
         "rank": rank,
         "current": current,
         "layout": c.numbers(),
-        "overrides": [*base, *overrides_of(c.layout, c.split, base_split)],
+        "overrides": [
+            *(o for o in base if _key(o) not in changed),
+            *overrides_of(c.layout, c.split, base_split, c.batches),
+        ],
         "fits": c.fits,
         "warnings": list(c.warnings),
         "tier": c.tier,
@@ -142,15 +155,23 @@ def table(rows: list[tuple[str, Candidate]], base_split: Split) -> str:
                 f"{e.rollout_gib:.1f}",
                 f"{100 * c.headroom:.0f}%",
                 str(len(c.warnings)) if c.warnings else "-",
-                " ".join(overrides_of(lo, c.split, base_split)),
+                " ".join(overrides_of(lo, c.split, base_split, c.batches)),
             )
         )
     return tabulate(body, headers=head, tablefmt="plain", disable_numparse=True)
 
 
-def sweep_command(directory: Path, base: list[str], names: list[str]) -> list[str]:
-    kept = [o for o in base if _key(o) != "parallel"]
-    dry = [] if any(_key(o) == "dry_run" for o in kept) else ["dry_run=true"]
+def sweep_overrides(base: list[str], files_set: Iterable[str] = ()) -> list[str]:
+    """The user's overrides every job of the sweep gets: not `parallel`, nor the verl keys the layout files set
+    (`files_set`, micro-batch sizes), where a command-line value would win over the files'; a dry run unless
+    the user says `dry_run=...`."""
+    dropped = {"parallel", *files_set}
+    kept = [o for o in base if _key(o) not in dropped]
+    return kept + ([] if any(_key(o) == "dry_run" for o in kept) else ["dry_run=true"])
+
+
+def sweep_command(directory: Path, base: list[str], names: list[str], files_set: Iterable[str] = ()) -> list[str]:
+    kept = sweep_overrides(base, files_set)
     return [
         sys.executable,
         "-m",
@@ -160,28 +181,66 @@ def sweep_command(directory: Path, base: list[str], names: list[str]) -> list[st
         str(directory.resolve()),
         *kept,
         f"parallel={','.join(names)}",
-        *dry,
     ]
 
 
+def batch_keys(listed: list[tuple[str, Candidate]]) -> list[str]:
+    """verl's micro-batch keys some listed layout changes: every layout file of a sweep sets them."""
+    return list(dict.fromkeys(key for _, c in listed for key, _ in c.batches))
+
+
+def file_values(c: Candidate, keys: list[str], cfg: DictConfig) -> dict[str, Any]:
+    """The micro-batch keys a sweep's layout file sets: this layout's changed values, else the config's."""
+    return {key: OmegaConf.select(cfg, key) for key in keys} | dict(c.batches)
+
+
 def write_sweep(directory: Path, listed: list[tuple[str, Candidate]], cfg: DictConfig) -> list[str]:
-    """DIR/parallel/<name>.yaml per listed layout: `parallel` options a multirun sweeps by name."""
+    """DIR/parallel/<name>.yaml per listed layout: `parallel` options a multirun sweeps by name. A layout that
+    needs smaller micro-batches carries them in its file (`# @package _global_`), and so does every other layout
+    of the sweep (the config's values): the sweep's command line no longer sets those keys for all of them."""
     directory.mkdir(parents=True, exist_ok=True)  # the directory the user named; below it nothing through a link
     names = []
+    keys = batch_keys(listed)
     for rank, c in listed:
-        name = name_of(int(rank), c.layout, c.split)
+        name = name_of(int(rank), c.layout, c.split, c.batches)
         numbers = {name: getattr(c.layout, name) for name in (*TRAINING, *ROLLOUT)}
         node: dict[str, Any] = {
             "parallel": {"nnodes": c.layout.nnodes, "devices_per_node": c.layout.devices_per_node, **numbers}
         }
         if c.split.first is not None or c.split.last is not None:  # uneven stages live beside the layout
             node["megatron"] = {"override_transformer_config": {FIRST: c.split.first, LAST: c.split.last}}
+        for key, value in file_values(c, keys, cfg).items():
+            where = node
+            *path, last = key.split(".")
+            for part in path:
+                where = where.setdefault(part, {})
+            where[last] = value
         # The package line first: Hydra reads it from the file's header (the stage counts sit beside `parallel`).
         header = "# @package _global_\n"
         header += f"# Layout {rank} of {PROG} for {cfg.model.name} on {c.layout.nnodes}x{c.layout.devices_per_node}.\n"
         write_file(directory / "parallel" / f"{name}.yaml", header + OmegaConf.to_yaml(node), within=directory)
         names.append(name)
     return names
+
+
+def applied(
+    directory: Path, overrides: list[str], listed: list[tuple[str, Candidate]], names: list[str], resolved: DictConfig
+) -> None:
+    """Hydra merges a `parallel` option before the groups after it (tuning, submit): a layout file's micro-batch
+    key is overridden when one of them sets it too. Every file sets the same keys (`batch_keys`) at the same
+    place of the defaults list, so one layout composed as its sweep job will be tells for all; a UsageError
+    names the key when Hydra would not apply a file's value."""
+    rank, c = next((rank, c) for rank, c in listed if c.batches)
+    name = names[[r for r, _ in listed].index(rank)]
+    cfg = compose([*overrides, f"parallel={name}"], config_dirs=[directory])
+    for key, value in file_values(c, batch_keys(listed), resolved).items():
+        if OmegaConf.select(cfg, key) != value:
+            raise UsageError(
+                f"--sweep: the layout files set {key} ({directory}/parallel/{name}.yaml: {value}, what layout {rank} "
+                f"fits with), but a config group after `parallel` (tuning or submit) sets {key} again and Hydra "
+                "applies that one in every job; run the layouts whose override lines hold the key alone, or drop "
+                "the key from that group"
+            )
 
 
 def copy_tree(source: Path, target: Path) -> None:
@@ -261,7 +320,9 @@ def _compose(overrides: list[str], config_dirs: list[Path]) -> tuple[Run, Layout
 
 
 def _is_own(c: Candidate, own: Layout, own_split: Split) -> bool:
-    return c.layout == own and (c.split.first, c.split.last) == (own_split.first, own_split.last)
+    """The config's own layout at the config's own micro-batches."""
+    same_split = (c.split.first, c.split.last) == (own_split.first, own_split.last)
+    return c.layout == own and same_split and not c.batches
 
 
 def why_faster(pick: Candidate, other: Candidate) -> str:
@@ -349,7 +410,8 @@ def _nothing_fits(resolved: DictConfig, own: Layout, found: Search) -> int:
         )
         return 2
     closest = ", ".join(
-        f"{' '.join(overrides_of(c.layout, c.split))} needs {c.estimate.peak_gib:.0f} GiB" for c in found.closest[:3]
+        f"{' '.join(overrides_of(c.layout, c.split, changed=c.batches))} needs {c.estimate.peak_gib:.0f} GiB"
+        for c in found.closest[:3]
     )
     print(
         f"{PROG}: no accepted layout fits in memory on {own.nnodes} x {own.devices_per_node} "
@@ -425,7 +487,10 @@ def run(args: argparse.Namespace) -> int:
         names = write_sweep(args.sweep, rows, resolved)
     except OSError as err:
         raise UsageError(f"--sweep {args.sweep}: cannot write the layouts ({err.strerror}: {err.filename})") from None
-    command = sweep_command(args.sweep, base, names)
+    keys = batch_keys(rows)
+    command = sweep_command(args.sweep, base, names, keys)
+    if keys:
+        applied(args.sweep, sweep_overrides(base, keys), rows, names, resolved)
     print("sweep:   " + " ".join(command[1:]), file=sys.stderr, flush=True)
     return run_attached(command, stop_s=SWEEP_STOP_S)  # its own group: stopped with us, nothing left behind
 

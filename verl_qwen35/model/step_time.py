@@ -485,6 +485,40 @@ def offload_seconds(e: MemoryEstimate, s: Settings) -> float:
     return moved * 2**30 / (PCIE_GBPS * GB)
 
 
+# The training phases whose passes run in micro-batches: the update, the old-policy and the reference log-prob passes.
+PASSES = ("update_actor", "old_log_prob", "ref")
+
+
+def micro_tokens(s: Settings, lo: Layout) -> tuple[float, float, float]:
+    """Tokens of one micro-batch on one rank (after CP) in each of `PASSES`: the old-policy pass with the
+    rollout's keys, the reference pass with its own (the rollout's without a reference model)."""
+    seq = s.sequence_length
+    if s.ref_log_prob_micro_batch is None:
+        ref = s.log_prob_max_token_len or s.log_prob_micro_batch * seq
+    else:
+        ref = s.ref_log_prob_max_token_len or s.ref_log_prob_micro_batch * seq
+    update = s.max_token_len or s.micro_batch * seq
+    return update / lo.cp, (s.log_prob_max_token_len or s.log_prob_micro_batch * seq) / lo.cp, ref / lo.cp
+
+
+def micro_batches(s: Settings, lo: Layout, tokens: tuple[float, float, float]) -> tuple[float, float, float]:
+    """Micro-batches per DP rank of each of `PASSES` (per mini-batch for the update), `tokens` their sizes
+    (`micro_tokens`): smaller micro-batches, more of them."""
+    seq = s.sequence_length
+    if s.max_token_len:
+        update = max(1.0, s.mini_batch_sequences / lo.dp * seq / s.max_token_len)
+    else:
+        update = max(1.0, s.mini_batch_sequences / (lo.dp * s.micro_batch))
+    per_dp = s.step_sequences / lo.dp * seq / lo.cp
+    return update, max(1.0, per_dp / tokens[1]), max(1.0, per_dp / tokens[2])
+
+
+def bubbles(s: Settings, lo: Layout) -> dict[str, float]:
+    """Each of `PASSES`' pipeline bubble factor 1 + (PP-1)/(VPP*m) (Narayanan et al. 2021), m its micro-batches."""
+    counts = micro_batches(s, lo, micro_tokens(s, lo))
+    return {phase: 1 + (lo.pp - 1) / ((lo.vpp or 1) * n) for phase, n in zip(PASSES, counts, strict=True)}
+
+
 def training_terms(
     m: ModelFacts, lo: Layout, s: Settings, rates: Rates, recipe: Recipe = Recipe(), split: Split | None = None
 ) -> tuple[dict[str, Terms], dict[str, float]]:
@@ -497,38 +531,33 @@ def training_terms(
     per_token = forward_flops_per_token(m, seq / 2)
     imbalance = stage_imbalance(m, lo, split, s.mtp_layers, seq / 2, per_token)
     one_forward = tokens * per_token * imbalance / (lo.world * peak)
-    micro_tokens = (s.max_token_len or s.micro_batch * seq) / lo.cp
-    lp_micro_tokens = (s.log_prob_max_token_len or s.log_prob_micro_batch * seq) / lo.cp
     recompute = 1 if s.recompute_granularity == "full" else 0
-    update = (3 + recompute) * one_forward * recipe.ppo_epochs * gemm_slowdown(micro_tokens, m.hidden, lo.tp)
-    log_prob = one_forward * gemm_slowdown(lp_micro_tokens, m.hidden, lo.tp)
-    # Bubble: (PP-1)/(VPP*m) of each pass, m micro-batches per DP rank (per mini-batch for the update).
-    per_dp = s.step_sequences / lo.dp
-    if s.max_token_len:
-        micro = max(1.0, s.mini_batch_sequences / lo.dp * seq / s.max_token_len)
-    else:
-        micro = max(1.0, s.mini_batch_sequences / (lo.dp * s.micro_batch))
-    lp_micro = max(1.0, per_dp * seq / (s.log_prob_max_token_len or s.log_prob_micro_batch * seq))
-    vpp = lo.vpp or 1
-    update *= 1 + (lo.pp - 1) / (vpp * micro)
-    log_prob *= 1 + (lo.pp - 1) / (vpp * lp_micro)
+    # Each pass: its GEMMs at its micro-batch's size (smaller ones run below the fitted MFU), times its bubble
+    # (as `bubbles`).
+    micro = micro_tokens(s, lo)
+    count = micro_batches(s, lo, micro)
+    stretch = (lo.pp - 1) / (lo.vpp or 1)
+    update_x = gemm_slowdown(micro[0], m.hidden, lo.tp) * (1 + stretch / count[0])
+    old_x = gemm_slowdown(micro[1], m.hidden, lo.tp) * (1 + stretch / count[1])
+    ref_x = old_x if micro[2] == micro[1] else gemm_slowdown(micro[2], m.hidden, lo.tp) * (1 + stretch / count[2])
+    update = (3 + recompute) * one_forward * recipe.ppo_epochs * update_x
     gdn = gdn_state_seconds(m, lo, tokens / lo.dp / lo.cp, rates)
     units = communication_units(m, lo, s, rates, recipe)
     forward_comm = scaled_communication(units, recipe, 1, 0, optimizer=False)
     update_comm = scaled_communication(units, recipe, 0, 2 + recompute)
     if recipe.overlap_ep:  # hidden behind the other micro-batches' compute but for the first
-        update_comm["ep"] /= micro
+        update_comm["ep"] /= count[0]
     if recipe.overlap_grad_reduce:  # hidden behind the backward but for the last bucket (~ one stage's layer)
         update_comm["dp"] /= max(1.0, m.num_layers / lo.pp)
     lp_b = sum(forward_comm.values()) + gdn
-    passes = int(recipe.calculate_old_log_prob) + int(s.uses_reference)
+    forwards = int(recipe.calculate_old_log_prob) + int(s.uses_reference)
     terms = {
-        "old_log_prob": (log_prob, lp_b) if recipe.calculate_old_log_prob else (0.0, 0.0),
-        "ref": (log_prob, lp_b) if s.uses_reference else (0.0, 0.0),
+        "old_log_prob": (one_forward * old_x, lp_b) if recipe.calculate_old_log_prob else (0.0, 0.0),
+        "ref": (one_forward * ref_x, lp_b) if s.uses_reference else (0.0, 0.0),
         "update_actor": (update, sum(update_comm.values()) + (3 + recompute) * recipe.ppo_epochs * gdn),
         "update_weights": weight_sync_terms(m, lo, rates),
     }
-    comm = {k: passes * forward_comm[k] + update_comm[k] for k in update_comm}
+    comm = {k: forwards * forward_comm[k] + update_comm[k] for k in update_comm}
     return terms, comm
 
 

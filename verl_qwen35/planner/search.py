@@ -13,17 +13,20 @@ The config is composed once (by the caller); layouts are varied in-process, neve
    estimate of `model.memory.estimate_layout`; a layout with an error is dropped, one with warnings kept
    and listed. A warning that asks for a change (CP on NPU needs MindSpeed's context_parallel_algo)
    ranks its layout after those without; a note that changes nothing (sequence_parallel at TP 1,
-   which verl turns off) does not rank.
+   which verl turns off) does not rank. A training layout whose training phase does not fit at the
+   config's micro-batch sizes (or token budgets) is tried at smaller ones (`planner.batches`: the
+   largest halving of each pass that fits), timed at those, and carries the changed verl keys.
 3. Ranking (`rank_key`): layouts that fit, without a warning asking for a change, by the
    predicted seconds of one GRPO step
    (`verl_qwen35.model.step_time`), then more memory headroom; one row per TP, PP, CP, EP, ETP
    (its fastest VPP and stage split). Each training layout is paired
    with the fastest rollout layout it fits with. Best-first: training layouts are visited in
    the order of a lower bound (their training seconds + the fastest rollout's), so the search
-   stops once the next bound is slower than the `top`-th layout found.
+   stops once the next bound is slower than the `top`-th layout found (where smaller micro-batches may be
+   given, the bound takes each pass's smallest pipeline bubble: `Model.bound`).
 4. `verify`: the listed layouts go through the whole preflight on the composed config with only
-   `parallel.*` (and the first/last stage counts) changed, exactly what
-   `python -m verl_qwen35 <overrides> parallel.X=... dry_run=true` checks.
+   `parallel.*` (and the first/last stage counts, and the micro-batch keys a layout changed) changed,
+   exactly what `python -m verl_qwen35 <overrides> parallel.X=... dry_run=true` checks.
 """
 
 import copy
@@ -54,6 +57,7 @@ from verl_qwen35.model.step_time import (
     Recipe,
     StepTime,
     Terms,
+    bubbles,
     combine,
     offload_seconds,
     phase_seconds,
@@ -61,6 +65,7 @@ from verl_qwen35.model.step_time import (
     stage_imbalance,
     training_terms,
 )
+from verl_qwen35.planner import batches
 
 TRAINING = ("tp", "pp", "cp", "ep", "etp", "vpp")
 ROLLOUT = ("gen_tp", "gen_dp", "gen_ep")
@@ -96,6 +101,9 @@ class Candidate:
     time: StepTime
     actionable: bool = False  # a warning asks for a change (not a mere note such as SP at TP 1)
     tier: int = 0  # 1: within the band of the fastest (the model cannot tell them apart); 2: slower; 0: unranked
+    # verl's micro-batch keys this layout changes to fit (planner/batches.py), e.g.
+    # (("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", 2),); empty: the config's own sizes.
+    batches: tuple[tuple[str, int], ...] = ()
 
     @property
     def fits(self) -> bool:
@@ -107,7 +115,7 @@ class Candidate:
 
     def numbers(self) -> dict[str, Any]:
         out = {name: getattr(self.layout, name) for name in (*TRAINING, *ROLLOUT)}
-        return out | {FIRST: self.split.first, LAST: self.split.last}
+        return out | {FIRST: self.split.first, LAST: self.split.last} | dict(self.batches)
 
 
 def _errors(found: list[Problem]) -> list[Problem]:
@@ -288,10 +296,17 @@ class Model:
         settings = run.settings if run is not None and run.settings is not None else Settings.of(plain)
         return cls(facts, settings, Rates.of(plain.hardware), calibration_of(plain), Recipe.of(plain))
 
-    def settings_for(self, split: Split) -> Settings:
-        if (split.first, split.last) == self.settings.first_last:
-            return self.settings
-        return dataclasses.replace(self.settings, first_last=(split.first, split.last))
+    def settings_for(self, split: Split, settings: Settings | None = None) -> Settings:
+        """The config's settings (or `settings`: smaller micro-batches) with this stage split."""
+        s = settings or self.settings
+        if (split.first, split.last) == s.first_last:
+            return s
+        return dataclasses.replace(s, first_last=(split.first, split.last))
+
+    @functools.cached_property
+    def least(self) -> dict[int, Settings]:
+        """Each pass at its smallest micro-batch, by CP (`bound`); filled as layouts ask."""
+        return {}
 
     @functools.cached_property
     def timed(self) -> Settings:
@@ -306,17 +321,44 @@ class Model:
         train: Any,
         actionable: bool = False,
         gen: Terms | None = None,
+        settings: Settings | None = None,
     ) -> Candidate:
-        """`gen`: the rollout layout's terms when already computed (they depend on the rollout layout only)."""
-        s = self.settings_for(split)
+        """`gen`: the rollout layout's terms when already computed (they depend on the rollout layout only);
+        `settings`: smaller micro-batches than the config's (`planner.batches`), which the candidate names."""
+        s = self.settings_for(split, settings)
         e = estimate_layout(self.facts, lo, s)
         timed = self.recipe.timed(s)
         rollout = gen if gen is not None else rollout_terms(self.facts, lo, timed, e, self.rates)
         time = combine(rollout, train, offload_seconds(e, s), timed, lo, self.calibration, self.recipe)
-        return Candidate(lo, split, e, warnings, time, actionable)
+        return Candidate(lo, split, e, warnings, time, actionable, batches=batches.changed(self.settings, s))
 
-    def training(self, lo: Layout, split: Split) -> tuple[dict[str, Terms], dict[str, float]]:
-        return training_terms(self.facts, lo, self.timed, self.rates, self.recipe, split)
+    def training(
+        self, lo: Layout, split: Split, settings: Settings | None = None
+    ) -> tuple[dict[str, Terms], dict[str, float]]:
+        timed = self.timed if settings is None else self.recipe.timed(settings)
+        return training_terms(self.facts, lo, timed, self.rates, self.recipe, split)
+
+    def bound(self, lo: Layout, train: tuple[dict[str, Terms], dict[str, float]]) -> float:
+        """A lower bound of this training layout's seconds under any micro-batches it may be given: at the
+        config's, or (when a pass can be made smaller) with each pass's GEMMs at the config's size but its
+        pipeline bubble at the smallest size's (smaller micro-batches, more of them, less bubble), and without
+        the expert all-to-all where it overlaps (hidden behind all micro-batches but the first)."""
+        terms, comm = train
+        if lo.pp == 1 and not self.recipe.overlap_ep:
+            return self.seconds(terms)
+        if lo.cp not in self.least:  # the smallest sizes depend on the layout by CP only (the token floor)
+            self.least[lo.cp] = batches.smallest(self.settings, lo)
+        least = self.least[lo.cp]
+        if least is self.settings:
+            return self.seconds(terms)
+        scaled = dict(terms)
+        if lo.pp > 1:
+            now, fewest = bubbles(self.timed, lo), bubbles(self.recipe.timed(least), lo)
+            scaled = {p: (a * fewest[p] / now[p], b) if p in now else (a, b) for p, (a, b) in terms.items()}
+        if self.recipe.overlap_ep:
+            a, b = scaled["update_actor"]
+            scaled["update_actor"] = (a, max(0.0, b - comm["ep"]))
+        return self.seconds(scaled)
 
     def seconds(self, terms: dict[str, Terms]) -> float:
         """Seconds of these phases under the calibration (a bound for the search's order)."""
@@ -369,7 +411,7 @@ def search(
     # (a warning asks for a change, a lower bound of the step's seconds): no pairing ranks before its bound.
     ordered = sorted(
         (
-            ((bool(w), model.seconds(train[0]) + fastest), lo, split, w, notes, train)
+            ((bool(w), model.bound(lo, train) + fastest), lo, split, w, notes, train)
             for lo, split, w, notes in trainings
             for train in [model.training(lo, split)]
         ),
@@ -385,7 +427,7 @@ def search(
         shape = shape_of(lo)
         if shape in best and _cannot_beat(bound, best[shape][1]):
             continue  # another VPP or stage split of a shape found faster: it cannot replace it
-        c = _paired(model, lo, split, w, notes, train, rollouts, rollout_warnings)
+        c = _paired(model, lo, split, w, notes, train, rollouts, rollout_warnings, plain)
         key = rank_key(c)
         if not c.fits:
             closest = sorted([*closest, c], key=lambda c: c.estimate.peak_gib)[:5]
@@ -425,14 +467,32 @@ def _paired(
     train_parts: Any,
     rollouts: list[tuple[bool, float, Layout, Terms]],
     rollout_warnings: dict[tuple[int, int, int], list[Problem]],
+    plain: Any,
 ) -> Candidate:
-    """This training layout with the fastest rollout layout (without warnings first) it fits with."""
+    """This training layout with the fastest rollout layout (without warnings first) it fits with; when its
+    training phase does not fit at the config's micro-batches, at the largest smaller ones that fit
+    (`planner.batches`: the training phase does not depend on the rollout layout), timed at those."""
     first = None
+    settings = None  # the config's micro-batches until they are found not to fit
     for _, _, roll, gen in rollouts[:ROLLOUT_TRIES]:
         lo = dataclasses.replace(train, gen_tp=roll.gen_tp, gen_dp=roll.gen_dp, gen_pp=1, gen_ep=roll.gen_ep)
         actionable = [*train_warnings, *rollout_warnings[(roll.gen_tp, roll.gen_dp, roll.gen_ep)]]
         warnings = tuple(str(p) for p in [*actionable, *train_notes])
-        candidate = model.candidate(lo, split, warnings, train_parts, bool(actionable), gen)
+        candidate = model.candidate(lo, split, warnings, train_parts, bool(actionable), gen, settings)
+        if candidate.estimate.train_gib > candidate.estimate.device_memory_gib and settings is None:
+            configured = model.settings_for(split)
+            smaller = batches.fitting(
+                plain,
+                lo,
+                configured,
+                lambda s, lo=lo: estimate_layout(model.facts, lo, s),
+                candidate.estimate,
+                configured.uses_reference,
+            )
+            if smaller is not None:
+                settings = smaller[0]
+                train_parts = model.training(train, split, settings)
+                candidate = model.candidate(lo, split, warnings, train_parts, bool(actionable), gen, settings)
         if candidate.fits:
             return candidate
         first = first or candidate
@@ -471,14 +531,19 @@ def composed_of(cfg: DictConfig | Run) -> DictConfig:
     return cfg.composed
 
 
-def with_layout(cfg: DictConfig | Run, lo: Layout, split: Split | None = None) -> DictConfig:
+def with_layout(
+    cfg: DictConfig | Run, lo: Layout, split: Split | None = None, changed: tuple[tuple[str, int], ...] = ()
+) -> DictConfig:
     """The composed (unresolved) config with `parallel.*` set to this layout (and the first/last stage
-    counts to `split`'s): what the overrides `parallel.X=...` and `++megatron...=N` give, since every
-    layout key interpolates `parallel.*` and the ref and actor read `megatron.*`."""
+    counts to `split`'s, verl's micro-batch keys to `changed`): what the overrides `parallel.X=...`,
+    `++megatron...=N` and `actor_rollout_ref....=N` give, since every layout key interpolates `parallel.*`
+    and the ref and actor read `megatron.*`."""
     out = copy.deepcopy(composed_of(cfg))
     OmegaConf.set_readonly(out, False)  # a Run's copy is read-only; this one is the layout's own
     for name in (*TRAINING, *ROLLOUT):
         out.parallel[name] = getattr(lo, name)
+    for key, value in changed:
+        OmegaConf.update(out, key, value, merge=False)  # a value in place of the config's (or its interpolation)
     if split is not None and split.layout is None:
         otc = out.megatron.override_transformer_config
         with open_dict(otc):
@@ -489,9 +554,11 @@ def with_layout(cfg: DictConfig | Run, lo: Layout, split: Split | None = None) -
     return out
 
 
-def verify(cfg: DictConfig | Run, lo: Layout, split: Split | None = None) -> list[Problem]:
+def verify(
+    cfg: DictConfig | Run, lo: Layout, split: Split | None = None, changed: tuple[tuple[str, int], ...] = ()
+) -> list[Problem]:
     """The dry run's whole preflight on this layout (missing local files are warnings, as in a dry run)."""
-    return preflight(with_layout(cfg, lo, split), machine_missing="warning")
+    return preflight(with_layout(cfg, lo, split, changed), machine_missing="warning")
 
 
 def verified(cfg: DictConfig | Run, found: Search, top: int) -> tuple[list[Candidate], list[Problem]]:
@@ -501,7 +568,7 @@ def verified(cfg: DictConfig | Run, found: Search, top: int) -> tuple[list[Candi
     kept: list[Candidate] = []
     first_refusal: list[Problem] = []
     for c in found.candidates:
-        found_here = verify(cfg, c.layout, c.split)
+        found_here = verify(cfg, c.layout, c.split, c.batches)
         errors = [p for p in found_here if p.level == "error"]
         if errors:
             first_refusal = first_refusal or errors
