@@ -380,3 +380,26 @@ def test_dynamic_batch_token_budget_is_refused_exactly_where_verls_batching_asse
     fast = [p for p in token_budget_problems(cfg) if p.keys == (ACTOR_BUDGET,)]
     real = _verl_budget_refusal(cfg, ACTOR_BUDGET)
     assert bool(fast) == (real is not None), f"fast: {[str(p) for p in fast]}\nverl: {real}"
+
+
+@pytest.mark.parametrize("cp", [1, 2, 4])
+def test_a_dynamic_batch_budget_is_what_each_cp_rank_holds_as_verls_batching_packs_it(cp):
+    """The memory and step-time models' tokens of one dynamic micro-batch on one rank (`rank_tokens`) against
+    verl's own packing (`prepare_micro_batches`, sp_size = the engine's CP): the most a micro-batch hands each CP
+    rank is at most the per-GPU budget and more than half of it, at every CP (not the budget / CP)."""
+    import torch
+    from tensordict import TensorDict
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.engine.utils import prepare_micro_batches
+
+    from verl_qwen35.model.memory import rank_tokens
+
+    budget, longest = 4096, 3072
+    lengths = torch.randint(256, longest + 1, (64,), generator=torch.Generator().manual_seed(cp))
+    mask = (torch.arange(longest)[None, :] < lengths[:, None]).to(torch.int64)
+    data = TensorDict({"input_ids": torch.zeros(64, longest, dtype=torch.int64), "attention_mask": mask}, [64])
+    tu.assign_non_tensor(data, use_dynamic_bsz=True, sp_size=cp, max_token_len_per_gpu=budget)
+    micro_batches, _ = prepare_micro_batches(data)
+    most_per_rank = max(int(mb["attention_mask"].sum()) for mb in micro_batches) / cp
+    ours = rank_tokens(budget, micro_batch=1, sequence_length=longest, cp=cp)
+    assert ours / 2 < most_per_rank <= ours, (most_per_rank, ours)

@@ -496,6 +496,14 @@ def _kv_heads_per_rank(kv_heads: int, tp: int) -> int:
     return max(1, kv_heads // tp)
 
 
+def rank_tokens(budget: int | None, micro_batch: int, sequence_length: int, cp: int) -> float:
+    """Tokens of one micro-batch on one rank. A dynamic batch's budget is per rank: verl's megatron engine hands
+    `max_token_len_per_gpu * context_parallel_size` tokens to the CP group (verl/workers/engine/utils.py
+    `prepare_micro_batches`, sp_size set in engine/megatron/transformer_impl.py), each of its CP ranks a 1/CP slice.
+    Fixed micro-batches are whole sequences split over the CP ranks."""
+    return float(budget) if budget else micro_batch * sequence_length / cp
+
+
 def _stage_layers(L: int, pp: int, first_last: tuple[int | None, int | None]) -> list[tuple[int, int]]:
     """(start, end) layer index per pipeline stage (megatron-core transformer_block.get_num_layers_to_build)."""
     first, last = first_last
@@ -629,14 +637,13 @@ def estimate_layout(model: "ModelFacts | Mapping[str, Any]", layout: Layout, set
     dense_shard = max(1, lo.world // (lo.tp * lo.pp))
     expert_shard = max(1, lo.world // (lo.etp * lo.ep * lo.pp))
     dp = max(1, lo.world // (lo.tp * lo.pp * lo.cp))
-    # Tokens of one micro-batch on one rank (dynamic batch size: a token budget), split by CP.
-    tokens = float(s.max_token_len or s.micro_batch * s.sequence_length) / lo.cp
-    # The log-prob passes' tokens per micro-batch and rank: the old policy's with the rollout's keys, the ref's with
-    # its own (0 without a reference model).
-    old_tokens = float(s.log_prob_max_token_len or s.log_prob_micro_batch * s.sequence_length) / lo.cp
+    # Tokens of one micro-batch on one rank (`rank_tokens`); the log-prob passes': the old policy's with the rollout's
+    # keys, the ref's with its own (0 without a reference model).
+    tokens = rank_tokens(s.max_token_len, s.micro_batch, s.sequence_length, lo.cp)
+    old_tokens = rank_tokens(s.log_prob_max_token_len, s.log_prob_micro_batch, s.sequence_length, lo.cp)
     ref_tokens = 0.0
     if s.ref_log_prob_micro_batch is not None:
-        ref_tokens = float(s.ref_log_prob_max_token_len or s.ref_log_prob_micro_batch * s.sequence_length) / lo.cp
+        ref_tokens = rank_tokens(s.ref_log_prob_max_token_len, s.ref_log_prob_micro_batch, s.sequence_length, lo.cp)
     update_logit_bytes = UPDATE_ENTROPY_LOGIT_BYTES if s.update_entropy else UPDATE_LOGIT_BYTES
     hccl = s.hccl_buffer_gib * GIB
     num_micro = max(1, s.mini_batch_sequences // (dp * max(1, s.micro_batch)))

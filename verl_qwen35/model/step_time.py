@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from verl_qwen35.model.layout import Layout
-from verl_qwen35.model.memory import InputError, MemoryEstimate, ModelFacts, Settings
+from verl_qwen35.model.memory import InputError, MemoryEstimate, ModelFacts, Settings, rank_tokens
 from verl_qwen35.model.pipeline import Split, chunk_layers, split_problems
 
 BF16 = 2
@@ -368,7 +368,7 @@ def communication_units(m: ModelFacts, lo: Layout, s: Settings, rates: Rates, re
     # ETP: the expert MLPs' own all-gather / reduce-scatter of their routed tokens.
     out["etp"] = ring_seconds(layers * 2 * routed * (lo.etp - 1), lo.etp, 1, lo, rates)
     # PP: one activation (forward) and one gradient (backward) per micro-batch and virtual stage boundary.
-    micro_tokens = (s.max_token_len or s.micro_batch * s.sequence_length) / lo.cp
+    micro_tokens = rank_tokens(s.max_token_len, s.micro_batch, s.sequence_length, lo.cp)
     micro_batches = max(1.0, tokens_rank / micro_tokens)
     pp_bytes = micro_batches * (lo.vpp or 1) * micro_tokens * h * BF16 / (lo.tp if sp else 1)
     pp_time = ring_seconds(pp_bytes if lo.pp > 1 else 0, lo.pp, lo.world // lo.pp, lo, rates)
@@ -492,21 +492,21 @@ PASSES = ("update_actor", "old_log_prob", "ref")
 def micro_tokens(s: Settings, lo: Layout) -> tuple[float, float, float]:
     """Tokens of one micro-batch on one rank (after CP) in each of `PASSES`: the old-policy pass with the
     rollout's keys, the reference pass with its own (the rollout's without a reference model)."""
-    seq = s.sequence_length
+    seq, cp = s.sequence_length, lo.cp
+    old = rank_tokens(s.log_prob_max_token_len, s.log_prob_micro_batch, seq, cp)
     if s.ref_log_prob_micro_batch is None:
-        ref = s.log_prob_max_token_len or s.log_prob_micro_batch * seq
+        ref = old
     else:
-        ref = s.ref_log_prob_max_token_len or s.ref_log_prob_micro_batch * seq
-    update = s.max_token_len or s.micro_batch * seq
-    return update / lo.cp, (s.log_prob_max_token_len or s.log_prob_micro_batch * seq) / lo.cp, ref / lo.cp
+        ref = rank_tokens(s.ref_log_prob_max_token_len, s.ref_log_prob_micro_batch, seq, cp)
+    return rank_tokens(s.max_token_len, s.micro_batch, seq, cp), old, ref
 
 
 def micro_batches(s: Settings, lo: Layout, tokens: tuple[float, float, float]) -> tuple[float, float, float]:
     """Micro-batches per DP rank of each of `PASSES` (per mini-batch for the update), `tokens` their sizes
     (`micro_tokens`): smaller micro-batches, more of them."""
     seq = s.sequence_length
-    if s.max_token_len:
-        update = max(1.0, s.mini_batch_sequences / lo.dp * seq / s.max_token_len)
+    if s.max_token_len:  # a rank's share of the mini-batch over its budget (`rank_tokens`)
+        update = max(1.0, s.mini_batch_sequences / lo.dp * seq / lo.cp / s.max_token_len)
     else:
         update = max(1.0, s.mini_batch_sequences / (lo.dp * s.micro_batch))
     per_dp = s.step_sequences / lo.dp * seq / lo.cp
