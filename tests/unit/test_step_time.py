@@ -84,6 +84,21 @@ def test_decode_is_bandwidth_bound_so_faster_memory_shortens_it():
     assert faster < 0.75 * base
 
 
+def test_a_share_just_over_what_a_replica_runs_at_once_costs_a_little_more_not_a_second_pass():
+    """vLLM admits a waiting sequence as soon as a running one ends (continuous batching): 10% more sequences than
+    `max_num_seqs` lengthen decoding by about a tenth, not by a second whole wave."""
+    m, s, rates, _ = inputs("35b", "gpu")
+    lo = Layout(1, 8, 2, 1, 1, 8, 1, None, 8)
+    share = s.step_sequences // (lo.world // lo.gen_tp)
+    e = estimate_layout(m, lo, s)
+    assert e.sequences_fit >= share  # the cache holds the whole share: max_num_seqs alone decides the batch
+
+    def gen(max_num_seqs: int) -> float:
+        return step_time(m, lo, dataclasses.replace(s, max_num_seqs=max_num_seqs), e, rates, shipped()).phases["gen"]
+
+    assert gen(share) < gen(round(share / 1.1)) < 1.25 * gen(share)
+
+
 def test_an_expected_mean_response_length_shortens_the_step_and_is_said():
     m, s, rates, _ = inputs("35b", "gpu")
     lo = Layout(1, 8, 2, 1, 1, 8, 1, None, 8)

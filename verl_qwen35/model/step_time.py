@@ -423,7 +423,9 @@ Terms = tuple[float, float]  # (a: seconds at peak that the phase's efficiency s
 
 def rollout_terms(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, rates: Rates) -> Terms:
     """`gen`: each vLLM replica (TP x DP engines, experts over EP when on) runs its share of the sequences, in
-    waves of what its cache holds; prefill at peak FLOPs, decode iterations bound by the larger of HBM traffic
+    share / batch waves of what its cache holds, a fraction: vLLM's scheduler admits a waiting sequence as soon as
+    a running one ends (continuous batching), so a share just over the cache costs a little more, not a second
+    pass; prefill at peak FLOPs, decode iterations bound by the larger of HBM traffic
     and compute (both scaled by the `gen` efficiency), each layer's collectives not scaled."""
     groups = max(1, lo.world // lo.gen_tp)
     sequences = s.step_sequences / groups
@@ -431,7 +433,7 @@ def rollout_terms(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, rat
     peak = rates.bf16_tflops * 1e12
     prefill = sequences * prompt * forward_flops_per_token(m, prompt / 2) / (lo.gen_tp * peak)
     batch = max(1.0, min(float(s.max_num_seqs), float(max(1, e.sequences_fit)), sequences))
-    waves = math.ceil(sequences / batch)
+    waves = sequences / batch
     # Weights read per iteration: dense always, experts only those the batch's tokens touch.
     expert_split = lo.gen_ep if lo.gen_ep > 1 else lo.gen_tp
     expert_params = m.num_layers * m.experts * m.expert / expert_split
