@@ -5,9 +5,12 @@ import re
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from tests.integration.test_report import launched, log_steps, step_metrics
+from verl_qwen35.config import compose
 from verl_qwen35.planner.summary import predicted_step
+from verl_qwen35.run.launch_record import write_launch_file
 
 
 def test_a_calibration_from_a_run_changes_the_dry_runs_prediction_and_names_itself(cli, tmp_path, monkeypatch):
@@ -32,6 +35,17 @@ def test_a_calibration_from_a_run_changes_the_dry_runs_prediction_and_names_itse
     report = cli("report", str(run), "--no-plots", "--calibration", "mine.yaml")
     assert report.code == 0, report.err
     assert "step time (after)" in report.out and "(after): predicted with calibration mine.yaml" in report.out
+    npu_run = tmp_path / "npu_run"  # a run on the other device kind: its report shows no "after" from GPU runs
+    npu_run.mkdir()
+    monkeypatch.chdir(npu_run)
+    npu_cfg = compose(["model=35b", "device=npu", "logger=[console,file]"])
+    OmegaConf.resolve(npu_cfg)
+    write_launch_file(npu_cfg, npu_run)
+    log_steps(npu_run, monkeypatch, {s: step_metrics(s, shipped.total) for s in range(1, 5)})
+    monkeypatch.chdir(tmp_path)
+    other = cli("report", str(npu_run), "--no-plots", "--calibration", "mine.yaml")
+    assert other.code == 0, other.err
+    assert "step time (after)" not in other.out and "fitted on gpu runs and this run ran on npu" in other.out
     again = cli("calibrate", str(run), "--out", "mine.yaml")  # an earlier calibration file is replaced
     assert again.code == 0, again.err
     record = run / "launch.yaml"  # tampered: an interpolation is never resolved, the file is named

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from omegaconf import DictConfig
 
 from verl_qwen35.checks.memory import applies, estimable, estimate_of, input_problems
+from verl_qwen35.model.calibration import device_of
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError
 from verl_qwen35.model.step_time import Calibration
@@ -97,7 +98,12 @@ def time_predictions(
     step, gen = measured["step_time"], measured["rollout_time"]
     rows, notes = [], [f"predicted with {before.calibration.describe()}"]
     shown = [("", before)]
-    if calibration is not None:
+    if calibration is not None and calibration.device != device_of(cfg):
+        notes.append(
+            f"(after): not shown: the calibration was fitted on {calibration.device} runs and this run ran on "
+            f"{device_of(cfg)} (trainer.device); efficiencies do not carry from one device kind to another"
+        )
+    elif calibration is not None:
         shown.append((" (after)", dataclasses.replace(before, calibration=calibration)))
         notes.append(f"(after): predicted with {calibration.describe()}")
     for suffix, t in shown:
