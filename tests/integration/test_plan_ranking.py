@@ -1,6 +1,7 @@
 """The planner ranks by predicted step time: warnings do not rank, uneven stages are proposed, and the
 shipped presets land near the top or the plan says, in seconds, why its pick is faster."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from verl_qwen35.cli.plan import overrides_of, why_faster
 from verl_qwen35.config import compose
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.step_time import PHASES
-from verl_qwen35.planner.search import search, shape_of, verify
+from verl_qwen35.planner.search import judge, search, shape_of, verify
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "planning.md"
 
@@ -121,6 +122,64 @@ def test_where_megatron_bridge_qwen35_layouts_land(model):
     rank = shapes.index(shape) + 1
     theirs = found[rank - 1]
     assert theirs.tier == 1, (rank, why_faster(found[0], theirs))
+
+
+# More layouts others publish for Qwen3.5 / Qwen3.6 MoE, by the cluster they run on (model, hardware, nodes x
+# devices): (TP, PP, CP, EP, ETP) of training and, where the source gives it, the rollout's (TP, DP, EP) in verl's
+# terms (vLLM's EP = TP x DP; an SGLang engine of N GPUs with its EP at N is TP N, DP 1, EP N). Sources:
+# - miles: radixark/miles 31f1ca96 scripts/run_qwen3_5_35b_a3b_mtp.py (8 x H200, parallelism "tp1-ep8", engine of
+#   8, SGLang's EP the engine's TP as its comment says) and scripts/run_qwen3_6_35b_a3b_mtp.py (8 x H200, TP1 EP8,
+#   --sglang-ep-size 8).
+# - Megatron-Bridge 067f987d src/megatron/bridge/perf_recipes/qwen_vl/b200/qwen35_vl.py: 35B-A3B on 8 B200 EP8,
+#   122B-A10B on 32 (TP1 PP4 VP4 EP8), 397B-A17B on 64 (TP1 PP8 VP4 EP8); pre-training, VP the planner's to choose.
+# - NeMo RL 7ea279ab examples/configs/recipes/: vlm/vlm_grpo-qwen3.5-35ba3b-geo3k-2n8g-megatron-ep16.yaml (EP16,
+#   vLLM TP8) and llm/grpo-qwen3.5-35ba3b-2n8g-megatron-ep16tp2-fp8.yaml (TP2 CP1 EP16, vLLM TP2; FP8, judged in
+#   BF16 here); llm/grpo-qwen3.5-397ba17b-32n8g-megatron.v2.yaml (TP8 PP8 EP32, first/last stage 6 layers; its
+#   vLLM TP16 with EP64, i.e. DP4, spans two nodes, which verl's vLLM server refuses with rollout DP > 1:
+#   vllm_async_server.py "gpus_per_node should be divisible by tensor_model_parallel_size", so the training
+#   layout only). Sizes a recipe leaves unset are grpo_math_1B.yaml's defaults (1; vlm_grpo_3B.yaml inherits it);
+#   the nightly and release suites run on DGX H100 (tests/test_suites/README.md).
+# - verl 1dda039b: examples/sft/gsm8k/run_qwen3_5_397b_a17b_megatron.sh ("Tested parallelism config (128 GPUs /
+#   16 nodes): TP=2 PP=4 EP=32 CP=1", 80 GB H100/H200); verl/experimental/fully_async_policy/shell/
+#   grpo_qwen35_35b_megatron_async.sh (1 training node of 8: TP4 PP2 EP4) and run_qwen35_35b_a3b_math_dynamic_
+#   megatron.sh (2 training nodes of 8: TP4 PP2 EP8), their rollout on nodes of its own (training layout only;
+#   GPU type not stated: the 35B preset's H100).
+# - slime THUDM/slime 624b824a examples/geo3k_vlm/run_geo3k_qwen35.sh (1 x 8, TP2 EP8, engine of 8 with EP8; GPU
+#   type not stated: H100).
+PUBLISHED = {
+    ("35b", "h200", 1): [((1, 1, 1, 8, 1), (8, 1, 8))],
+    ("36_35b", "h200", 1): [((1, 1, 1, 8, 1), (8, 1, 8))],
+    ("35b", "b200", 1): [((1, 1, 1, 8, 1), None)],
+    ("122b", "b200", 4): [((1, 4, 1, 8, 1), None)],
+    ("397b", "b200", 8): [((1, 8, 1, 8, 1), None)],
+    ("35b", "h100", 2): [((1, 1, 1, 16, 1), (8, 1, 1)), ((2, 1, 1, 16, 1), (2, 1, 1)), ((4, 2, 1, 8, 1), None)],
+    ("397b", "h100", 32): [((8, 8, 1, 32, 1), None)],
+    ("397b", "h100", 16): [((2, 4, 1, 32, 1), None)],
+    ("35b", "h100", 1): [((2, 1, 1, 8, 1), (8, 1, 8)), ((4, 2, 1, 4, 1), None)],
+}
+
+
+@pytest.mark.parametrize("cluster", sorted(PUBLISHED), ids=lambda c: f"{c[0]}_{c[1]}_{c[2]}x8")
+def test_where_other_published_qwen35_layouts_land(cluster):
+    """Each published training layout lies in the first tier of its cluster, and with its published rollout layout
+    the step still lies within the band of the fastest (the model cannot tell it from the pick)."""
+    model, hardware, nodes = cluster
+    cfg, resolved = composed(
+        model, "gpu", f"hardware={hardware}", f"parallel.nnodes={nodes}", "parallel.devices_per_node=8"
+    )
+    found = search(resolved, "gpu", top=0).candidates
+    shapes = [shape_of(c.layout) for c in found]
+    fastest = min((c for c in found if c.tier == 1), key=lambda c: c.time.total)
+    for shape, gen in PUBLISHED[cluster]:
+        assert shape in shapes, shape
+        theirs = found[shapes.index(shape)]
+        assert theirs.tier == 1, (shape, shapes.index(shape) + 1, why_faster(found[0], theirs))
+        if gen is None:
+            continue
+        lo = dataclasses.replace(theirs.layout, gen_tp=gen[0], gen_dp=gen[1], gen_ep=gen[2])
+        paired, errors = judge(cfg, lo, theirs.split)
+        assert paired is not None and paired.fits, (shape, gen, [str(e) for e in errors])
+        assert paired.time.total <= fastest.time.high, (shape, gen, why_faster(fastest, paired))
 
 
 def test_the_step_time_of_the_plan_json_has_the_documented_keys_and_parts(tmp_path):
