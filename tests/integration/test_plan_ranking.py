@@ -182,6 +182,51 @@ def test_where_other_published_qwen35_layouts_land(cluster):
         assert paired.time.total <= fastest.time.high, (shape, gen, why_faster(fastest, paired))
 
 
+# Published layouts with context parallelism, and what makes their stack run CP on Gated DeltaNet: megatron-core
+# 0.18+ on GPU (0.16.1's transformer_config.py refuses it, "Gated delta net does not support context parallel for
+# now"; `plan.megatron_core=0.18` plans such a machine), MindSpeed's context_parallel_algo on NPU. Sources:
+# - NeMo RL 7ea279ab examples/configs/recipes/llm/grpo-qwen3.5-35ba3b-2n8g-megatron-ep16tp2cp2.yaml: 2 x 8 H100
+#   (the suites' DGX H100), training TP2 CP2 EP16.
+# - verl 1dda039b examples/ascend_extras/grpo_trainer/run_qwen3_5_122b_a10b_32k_megatron.sh: 4 x 16 A3 dies, TP2 PP4
+#   CP4 EP16, override_transformer_config.context_parallel_algo=kvallgather_cp_algo.
+CP_ALGO = "++megatron.override_transformer_config.context_parallel_algo=kvallgather_cp_algo"
+CP_PUBLISHED = {
+    "nemo_rl_35b_h100_cp2": (
+        "35b",
+        "gpu",
+        ("hardware=h100", "parallel.nnodes=2", "plan.megatron_core=0.18"),
+        (2, 1, 2, 16, 1),
+    ),
+    "verl_122b_a3_32k_cp4": ("122b", "npu", (CP_ALGO,), (2, 4, 4, 16, 1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CP_PUBLISHED))
+def test_published_context_parallel_layouts_land_in_the_first_tier_where_their_stack_runs_cp(case):
+    """With what makes CP run on Gated DeltaNet set, the published CP layout is in the first tier; without it the
+    same layout is refused on GPU (megatron-core 0.16) and, on NPU, ranked after the layouts that need no change."""
+    model, device, enabling, shape = CP_PUBLISHED[case]
+    cluster = [e for e in enabling if not e.startswith(("plan.megatron_core", CP_ALGO))]
+    for extra, runs_cp in ((enabling, True), (cluster, False)):
+        _, resolved = composed(model, device, *extra, "dry_run=true")
+        found = search(resolved, device, top=0).candidates
+        theirs = next((c for c in found if shape_of(c.layout) == shape), None)
+        if runs_cp:
+            assert theirs is not None and theirs.tier == 1, (case, theirs and why_faster(found[0], theirs))
+        elif device == "gpu":
+            assert theirs is None, case
+        else:
+            assert theirs is not None and theirs.actionable and theirs.tier == 2, case
+            assert any("context_parallel_algo" in w for w in theirs.warnings)
+
+
+def test_the_plan_command_plans_another_megatron_core_as_a_dry_run_does(tmp_path):
+    """`plan` launches nothing: `plan.megatron_core` (refused for a launch on this machine's 0.16) plans a 0.18 one."""
+    run = planner("model=35b", "device=gpu", "plan.megatron_core=0.18", "--top", "1", "--json", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "plan.megatron_core" not in run.stderr and json.loads(run.stdout)[0]["fits"]
+
+
 def test_the_step_time_of_the_plan_json_has_the_documented_keys_and_parts(tmp_path):
     run = planner("model=35b", "device=gpu", "--top", "2", "--json", cwd=tmp_path)
     assert run.returncode == 0, run.stderr

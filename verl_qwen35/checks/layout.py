@@ -65,13 +65,16 @@ def layout_problems(
     split: Split | None = None,
     mcore: tuple[int, int] | None = None,
     mtp: int | None = None,
+    cp_algo: str | None = None,
 ) -> list[Problem]:
     """Megatron-core's divisibility rules for this layout on this model (transformer_config.py,
     model_parallel_config.py, parallel_state.py, transformer_block.py of megatron-core 0.16.1).
 
     `split` is the pipeline split of override_transformer_config (`first_last` is its older, shorter
     form); `mcore` the megatron-core (major, minor) whose rules apply (None: the Ascend image's 0.16);
-    `mtp` the MTP layers built (a pipeline layout string must place them)."""
+    `mtp` the MTP layers built (a pipeline layout string must place them); `cp_algo` MindSpeed's
+    `override_transformer_config.context_parallel_algo`, which carries CP on NPU (verl's Ascend 122B 32k script
+    runs Qwen3.5 at CP 4 with kvallgather_cp_algo)."""
     found = positive_problems(layout)
     if found:
         return found
@@ -126,7 +129,9 @@ def layout_problems(
             )
     version = mcore or ASSUMED_MCORE
     if lo.cp > 1 and version < GDN_CP_MCORE:
-        if device == "npu":
+        if device == "npu" and cp_algo:
+            pass  # MindSpeed's context-parallel algorithm is set: it, not stock megatron-core, splits the sequence
+        elif device == "npu":
             found.append(
                 warning(
                     KEYS["cp"],

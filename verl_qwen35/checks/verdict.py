@@ -114,7 +114,8 @@ def rule_problems(
     mtp_enabled = bool(OmegaConf.select(cfg, "actor_rollout_ref.model.mtp.enable", default=False))
     model_mtp = cfg.model.get("mtp_num_layers", 0) or 0
     mtp = mtp_layers_built(otc, mtp_enabled, model_mtp)
-    found += layout_problems(layout, cfg.model, device, split=Split.of(otc), mcore=mcore, mtp=mtp)
+    cp_algo = otc.get("context_parallel_algo")
+    found += layout_problems(layout, cfg.model, device, split=Split.of(otc), mcore=mcore, mtp=mtp, cp_algo=cp_algo)
     found += sequence_parallel_problems(cfg, layout)
     found += transformer_problems(
         otc,

@@ -293,6 +293,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def _compose(overrides: list[str], config_dirs: list[Path]) -> tuple[Run, Layout]:
     """(the run, keeping its composed config for the search, its own layout), or a UsageError naming what to fix."""
+    # A plan launches nothing: it judges layouts as a dry run does (so `plan.megatron_core` plans another machine's
+    # megatron-core), unless the overrides say `dry_run=...` themselves.
+    if not any(_key(o) == "dry_run" for o in overrides):
+        overrides = [*overrides, "dry_run=true"]
     # Hydra's and OmegaConf's errors: errors.answered names the override or key
     run, broken = build_run(compose(overrides, config_dirs=config_dirs), mode="dry", keep_composed=True)
     if broken:

@@ -11,7 +11,7 @@ The config is composed once (by the caller); layouts are varied in-process, neve
 2. The judge is the preflight's own rule functions (`checks.layout.layout_problems`,
    `checks.rollout.rollout_problems`, `checks.batches.batch_problems`, ...) and the memory
    estimate of `model.memory.estimate_layout`; a layout with an error is dropped, one with warnings kept
-   and listed. A warning that asks for a change (CP on NPU needs MindSpeed's context_parallel_algo)
+   and listed. A warning that asks for a change (CP on NPU without MindSpeed's context_parallel_algo set)
    ranks its layout after those without; a note that changes nothing (sequence_parallel at TP 1,
    which verl turns off) does not rank. A training layout whose training phase does not fit at the
    config's micro-batch sizes (or token budgets) is tried at smaller ones (`planner.batches`: the
@@ -44,8 +44,10 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.batches import batch_problems, uses_reference
 from verl_qwen35.checks.layout import layout_problems, sequence_parallel_problems
+from verl_qwen35.checks.megatron_keys import planned_mcore
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.rollout import rollout_problems
+from verl_qwen35.installed import installed_mcore
 from verl_qwen35.model.calibration import calibration_of
 from verl_qwen35.model.layout import Layout, divisors
 from verl_qwen35.model.memory import MemoryEstimate, ModelFacts, Settings, estimate_layout
@@ -165,14 +167,21 @@ def pipeline_splits(layers: int, pp: int, own: Split, imbalance: Any = None) -> 
 
 
 def training_layouts(
-    cfg: Any, base: Layout, device: str, counter: list[int], facts: ModelFacts | None = None
+    cfg: Any,
+    base: Layout,
+    device: str,
+    counter: list[int],
+    facts: ModelFacts | None = None,
+    mcore: tuple[int, int] | None = None,
 ) -> Iterator[tuple[Layout, Split, list[Problem], list[Problem]]]:
     """Training layouts (rollout as in `base`) the layout and batch rules accept, with their warnings
     and their notes (warnings that change nothing: sequence_parallel at TP 1, which verl turns off);
-    with `facts`, only the uneven stage splits that best even out the work (see `pipeline_splits`)."""
+    with `facts`, only the uneven stage splits that best even out the work (see `pipeline_splits`);
+    `mcore`: the megatron-core release whose rules apply, as the preflight picks it (`mcore_of`)."""
     arch, world, own = cfg.model, base.world, user_split(cfg)
     uses_ref = uses_reference(cfg)
-    mtp = (cfg.megatron.override_transformer_config or {}).get("mtp_num_layers")
+    otc = cfg.megatron.override_transformer_config or {}
+    mtp, cp_algo = otc.get("mtp_num_layers"), otc.get("context_parallel_algo")
     sizes = divisors(world)
     experts = [e for e in divisors(arch.num_experts) if e <= world]
     for tp in sizes:
@@ -198,7 +207,9 @@ def training_layouts(
                             for vpp in vpps:
                                 lo = dataclasses.replace(flat, vpp=vpp)
                                 counter[0] += 1
-                                found = layout_problems(lo, arch, device, split=split, mtp=mtp)
+                                found = layout_problems(
+                                    lo, arch, device, split=split, mcore=mcore, mtp=mtp, cp_algo=cp_algo
+                                )
                                 if not _errors(found):
                                     found += batch_problems(cfg, lo, uses_ref)
                                 if not _errors(found):
@@ -398,7 +409,7 @@ def search(
     own = Layout.of(plain)
     model = Model.of(plain, run)
     trained, rolled = [0], [0]
-    trainings = list(training_layouts(plain, own, device, trained, model.facts))
+    trainings = list(training_layouts(plain, own, device, trained, model.facts, mcore_of(resolved)))
     accepted = list(rollout_layouts(plain, own, rolled))
     rollout_warnings = {(lo.gen_tp, lo.gen_dp, lo.gen_ep): w for lo, w in accepted}
     rollouts = []
@@ -445,6 +456,13 @@ def search(
     ones = sum(1 for c in listed if c.tier == 1)
     kept = listed[:top] if top else listed
     return Search(kept, trained[0], len(trainings), rolled[0], len(rollouts), closest, ones)
+
+
+def mcore_of(resolved: Any) -> tuple[int, int] | None:
+    """The megatron-core release the preflight's version rules follow (`checks.verdict.rule_problems`):
+    `plan.megatron_core` where valid, else the installed one (None: the rules' assumed release)."""
+    planned, _ = planned_mcore(resolved)
+    return planned or installed_mcore()
 
 
 def _cannot_beat(bound: tuple[bool, float], found: Candidate) -> bool:
