@@ -43,6 +43,13 @@ def planned_mcore(cfg: DictConfig) -> tuple[tuple[int, int] | None, list[Problem
     return version, []
 
 
+def rules_mcore(cfg: DictConfig) -> tuple[int, int] | None:
+    """The megatron-core release the version-dependent rules follow for this config (the preflight's and the
+    planner's): `plan.megatron_core` where usable, else the installed one (None: the rules' assumed release)."""
+    planned, _ = planned_mcore(cfg)
+    return planned or installed_mcore()
+
+
 def mcore_in_use(planned: tuple[int, int] | None = None) -> tuple[tuple[int, int], str]:
     """(version the version-dependent rules follow, how to say it in a message): the planned one
     (`plan.megatron_core`), else the installed one, else the one assumed."""

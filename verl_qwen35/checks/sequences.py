@@ -11,6 +11,7 @@ from omegaconf import DictConfig
 
 from verl_qwen35.checks.problem import Problem, error, warning
 from verl_qwen35.installed import ASSUMED_MCORE
+from verl_qwen35.model.layout import device_of
 
 ROLLOUT = "actor_rollout_ref.rollout"
 # Gated DeltaNet layers accept packed (THD) sequences from this megatron-core on (stock, GPU).
@@ -38,7 +39,7 @@ def packing_problems(cfg: DictConfig, mcore: tuple[int, int] | None) -> list[Pro
     """Packed sequences and what needs them, by backend: `trainer.device` and the megatron-core in use."""
     found = []
     actor = cfg.actor_rollout_ref.actor
-    device = "npu" if cfg.trainer.get("device") == "npu" else "gpu"
+    device = device_of(cfg)
     packed = {
         "megatron.use_remove_padding": cfg.megatron.use_remove_padding,
         "actor_rollout_ref.model.use_remove_padding": cfg.actor_rollout_ref.model.use_remove_padding,

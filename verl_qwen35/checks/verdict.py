@@ -14,6 +14,7 @@ from verl_qwen35.checks.megatron_keys import (
     override_key_problems,
     patch_value_problems,
     planned_mcore,
+    rules_mcore,
     transformer_config_fields,
 )
 from verl_qwen35.checks.memory import memory_problems
@@ -35,16 +36,11 @@ from verl_qwen35.checks.verl_settings import verl_setting_problems
 from verl_qwen35.checks.verl_types import verl_type_problems
 from verl_qwen35.checks.vllm import vllm_problems
 from verl_qwen35.config.secrets import ADVICE, config_findings
-from verl_qwen35.installed import installed_mcore
-from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.layout import Layout, device_of
 from verl_qwen35.model.memory import MemoryEstimate
 from verl_qwen35.model.pipeline import Split
 
 __all__ = ["Problem", "preflight", "transformer_config_fields", "error"]
-
-
-def device_of(cfg: DictConfig) -> str:
-    return "npu" if cfg.trainer.device == "npu" else "gpu"
 
 
 def override_dict(cfg: DictConfig) -> dict:
@@ -110,7 +106,7 @@ def rule_problems(
     found += hardware_problems(cfg, layout, device)
     planned, found_plan = planned_mcore(cfg)
     found += found_plan
-    mcore = planned or installed_mcore()  # the release the version-dependent rules follow
+    mcore = rules_mcore(cfg)
     mtp_enabled = bool(OmegaConf.select(cfg, "actor_rollout_ref.model.mtp.enable", default=False))
     model_mtp = cfg.model.get("mtp_num_layers", 0) or 0
     mtp = mtp_layers_built(otc, mtp_enabled, model_mtp)

@@ -38,7 +38,7 @@ from typing import Any
 import yaml
 
 from verl_qwen35.data import DATA_DIR
-from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.layout import Layout, device_of
 from verl_qwen35.model.memory import InputError, ModelFacts, Settings, estimate_layout, read_inputs
 from verl_qwen35.model.step_time import (
     CONSTANT,
@@ -68,12 +68,6 @@ REFERENCE = "gpu"
 AGREE = 1.5
 MIN_BAND_ROWS = 3  # fewer rows give no spread to speak of
 BAND_TAIL_PERCENT = 10  # the band: the 10th to the 90th percentile of the leave-one-out ratios
-
-
-def device_of(cfg: Any) -> str:
-    """A config's device kind: verl's `trainer.device` (npu on Ascend, cuda or unset on a GPU)."""
-    trainer = cfg.get("trainer") if hasattr(cfg, "get") else None
-    return "npu" if hasattr(trainer, "get") and trainer.get("device") == "npu" else "gpu"
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,15 @@
 """The layout verl will really run: the parallel sizes read from verl's own keys."""
 
 from dataclasses import dataclass
+from typing import Any
 
 from omegaconf import DictConfig
+
+
+def device_of(cfg: Any) -> str:
+    """The device kind verl runs on: `trainer.device` npu on Ascend, else a GPU (cuda, or unset)."""
+    trainer = cfg.get("trainer") if hasattr(cfg, "get") else None
+    return "npu" if hasattr(trainer, "get") and trainer.get("device") == "npu" else "gpu"
 
 
 def _one_if_null(value: object) -> object:

@@ -24,7 +24,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from verl_qwen35.config.schema import Model
-from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.layout import Layout, device_of
 
 GIB = 2**30
 BF16 = 2
@@ -425,7 +425,7 @@ class Settings:
             max_num_batched_tokens=_number(rollout, "max_num_batched_tokens", R, default=VLLM_MAX_BATCHED_TOKENS),
             # verl/third_party/vllm/__init__.py: VLLM_SLEEP_LEVEL is 1 on Ascend (weights kept in host
             # memory), 2 on GPU with vLLM >= 0.18 (weights dropped, re-synced from the actor).
-            vllm_sleep_level=1 if cfg.trainer.get("device") == "npu" or _flag(rollout, "layered_summon", R) else 2,
+            vllm_sleep_level=1 if device_of(cfg) == "npu" or _flag(rollout, "layered_summon", R) else 2,
             log_prob_micro_batch=old_micro,
             log_prob_max_token_len=old_tokens,
             ref_log_prob_micro_batch=ref_micro,

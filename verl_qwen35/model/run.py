@@ -13,7 +13,7 @@ from typing import Literal
 
 from omegaconf import DictConfig
 
-from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.layout import Layout, device_of
 from verl_qwen35.model.memory import MemoryEstimate, ModelFacts, Settings
 from verl_qwen35.model.pipeline import Split
 
@@ -38,4 +38,4 @@ class Run:
 
     @property
     def device(self) -> str:
-        return "npu" if self.config.trainer.get("device") == "npu" else "gpu"
+        return device_of(self.config)

@@ -44,12 +44,11 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.batches import batch_problems, uses_reference
 from verl_qwen35.checks.layout import layout_problems, sequence_parallel_problems
-from verl_qwen35.checks.megatron_keys import planned_mcore
+from verl_qwen35.checks.megatron_keys import rules_mcore
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.rollout import rollout_problems
-from verl_qwen35.installed import installed_mcore
 from verl_qwen35.model.calibration import calibration_of
-from verl_qwen35.model.layout import Layout, divisors
+from verl_qwen35.model.layout import Layout, device_of, divisors
 from verl_qwen35.model.memory import MemoryEstimate, ModelFacts, Settings, estimate_layout
 from verl_qwen35.model.pipeline import Split
 from verl_qwen35.model.run import Run
@@ -177,7 +176,7 @@ def training_layouts(
     """Training layouts (rollout as in `base`) the layout and batch rules accept, with their warnings
     and their notes (warnings that change nothing: sequence_parallel at TP 1, which verl turns off);
     with `facts`, only the uneven stage splits that best even out the work (see `pipeline_splits`);
-    `mcore`: the megatron-core release whose rules apply, as the preflight picks it (`mcore_of`)."""
+    `mcore`: the megatron-core release whose rules apply, as the preflight picks it (`rules_mcore`)."""
     arch, world, own = cfg.model, base.world, user_split(cfg)
     uses_ref = uses_reference(cfg)
     otc = cfg.megatron.override_transformer_config or {}
@@ -315,11 +314,6 @@ class Model:
         return dataclasses.replace(s, first_last=(split.first, split.last))
 
     @functools.cached_property
-    def least(self) -> dict[int, Settings]:
-        """Each pass at its smallest micro-batch, by CP (`bound`); filled as layouts ask."""
-        return {}
-
-    @functools.cached_property
     def timed(self) -> Settings:
         """The settings the time model runs on (the stage split aside, which the time model takes apart)."""
         return self.recipe.timed(self.settings)
@@ -357,9 +351,7 @@ class Model:
         terms, comm = train
         if lo.pp == 1 and not self.recipe.overlap_ep:
             return self.seconds(terms)
-        if lo.cp not in self.least:  # the smallest sizes depend on the layout by CP only (the token floor)
-            self.least[lo.cp] = batches.smallest(self.settings, lo)
-        least = self.least[lo.cp]
+        least = batches.smallest(self.settings, lo)
         if least is self.settings:
             return self.seconds(terms)
         scaled = dict(terms)
@@ -404,12 +396,12 @@ def search(
     training + fastest rollout, a lower bound of every pairing's time."""
     run = cfg if isinstance(cfg, Run) else None
     resolved = run.config if run is not None else cfg
-    device = device or ("npu" if resolved.trainer.get("device") == "npu" else "gpu")
+    device = device or device_of(resolved)
     plain = Plain.of(OmegaConf.to_container(resolved, resolve=True))
     own = Layout.of(plain)
     model = Model.of(plain, run)
     trained, rolled = [0], [0]
-    trainings = list(training_layouts(plain, own, device, trained, model.facts, mcore_of(resolved)))
+    trainings = list(training_layouts(plain, own, device, trained, model.facts, rules_mcore(resolved)))
     accepted = list(rollout_layouts(plain, own, rolled))
     rollout_warnings = {(lo.gen_tp, lo.gen_dp, lo.gen_ep): w for lo, w in accepted}
     rollouts = []
@@ -456,13 +448,6 @@ def search(
     ones = sum(1 for c in listed if c.tier == 1)
     kept = listed[:top] if top else listed
     return Search(kept, trained[0], len(trainings), rolled[0], len(rollouts), closest, ones)
-
-
-def mcore_of(resolved: Any) -> tuple[int, int] | None:
-    """The megatron-core release the preflight's version rules follow (`checks.verdict.rule_problems`):
-    `plan.megatron_core` where valid, else the installed one (None: the rules' assumed release)."""
-    planned, _ = planned_mcore(resolved)
-    return planned or installed_mcore()
 
 
 def _cannot_beat(bound: tuple[bool, float], found: Candidate) -> bool:

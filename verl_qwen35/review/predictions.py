@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from omegaconf import DictConfig
 
 from verl_qwen35.checks.memory import applies, estimable, estimate_of, input_problems
-from verl_qwen35.model.calibration import device_of
-from verl_qwen35.model.layout import Layout
+from verl_qwen35.model.layout import Layout, device_of
 from verl_qwen35.model.memory import InputError
 from verl_qwen35.model.step_time import Calibration
 from verl_qwen35.planner.whole_run import predicted_step

@@ -11,12 +11,9 @@ from omegaconf import DictConfig
 
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.installed import launch_install_command, missing_verl_runtime
+from verl_qwen35.model.layout import device_of
 from verl_qwen35.run.devices import device_problems
 from verl_qwen35.run.stack import Verdict, importable, stack_verdicts
-
-
-def device_of(cfg: DictConfig) -> str:
-    return "npu" if cfg.trainer.get("device") == "npu" else "gpu"
 
 
 def stack_problem(v: Verdict, device: str) -> Problem:
