@@ -41,7 +41,8 @@ class JobSweeper(Sweeper):
         )
 
     def sweep(self, arguments: list[str]) -> list[Sequence[JobReturn]]:
-        from verl_qwen35.run.sweep import expand, refuse_unstarted  # loaded when a sweep runs, not at Hydra's scan
+        from verl_qwen35.run.stops import stop_point  # loaded when a sweep runs, not at Hydra's scan
+        from verl_qwen35.run.sweep import expand, refuse_unstarted
 
         assert self.config is not None and self.launcher is not None and self.hydra_context is not None
         jobs = expand([f"{k}={v}" for k, v in self.params.items()] + list(arguments), self.hydra_context.config_loader)
@@ -53,6 +54,7 @@ class JobSweeper(Sweeper):
         for start in range(0, len(jobs), size):
             fits = []
             for num in range(start, min(start + size, len(jobs))):
+                stop_point()  # a Ctrl-C or SIGTERM stops the sweep between jobs, never inside Hydra's composition
                 try:
                     self.validate_batch_is_legal([jobs[num]])
                 except Exception as err:  # noqa: BLE001 - a user mistake is this job's refusal; a bug is re-raised

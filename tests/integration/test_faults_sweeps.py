@@ -156,7 +156,7 @@ def test_coreutils_timeout_ends_a_sweep_with_its_summary(tmp_path):
 
 
 def test_sigterm_after_a_sweep_ended_is_no_longer_ours(tmp_path):
-    """The handler is the caller's again once the command returns (run/stops.py sigterm_raised)."""
+    """The handler is the caller's again once the command returns (run/stops.py stops_deferred)."""
     probe = (
         "import signal, sys; from verl_qwen35.cli.main import main\n"
         "before = signal.getsignal(signal.SIGTERM)\n"

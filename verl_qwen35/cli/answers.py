@@ -19,8 +19,8 @@ USER_WANTS_TRACEBACKS = bool(os.environ.get("HYDRA_FULL_ERROR"))
 def answered(
     prog: str = PROG, full_error: bool = USER_WANTS_TRACEBACKS, on_interrupt: Callable[[str], None] | None = None
 ) -> Iterator[None]:
-    """User mistakes -> one message and exit 2; Ctrl-C -> exit 130, SIGTERM -> 143 (where `run.stops.sigterm_raised`
-    makes it an exception), `on_interrupt` told which; a closed pipe (`| head`) -> quiet.
+    """User mistakes -> one message and exit 2; Ctrl-C -> exit 130, SIGTERM -> 143 (raised where
+    `run.stops` lets it land), `on_interrupt` told which; a closed pipe (`| head`) -> quiet.
 
     Everything else propagates with its traceback: it is a bug to report, not a mistake to fix.
     `full_error` (the user set HYDRA_FULL_ERROR) keeps the tracebacks of Hydra's and OmegaConf's errors.

@@ -7,7 +7,7 @@ from verl_qwen35.cli.answers import answered
 from verl_qwen35.config.yaml_files import read_text
 from verl_qwen35.imports.preset import check_out, import_preset, report, residual
 from verl_qwen35.imports.script import read_overrides, run_script
-from verl_qwen35.run.stops import sigterm_raised
+from verl_qwen35.run.stops import stops_deferred
 
 PROG = "verl-qwen35 import"
 
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=Path("imported"), help="new or empty directory (default: imported)")
     args = parser.parse_args(argv)
-    with answered(PROG), sigterm_raised():  # SIGTERM stops the script's process group and removes its temp dir
+    with answered(PROG), stops_deferred():  # SIGTERM stops the script's process group and removes its temp dir
         check_out(args.out)
         if args.script.suffix == ".txt":
             recorded, other = read_overrides(args.script), None

@@ -35,7 +35,7 @@ from verl_qwen35.config.sources import register_sources
 from verl_qwen35.config.user_conf import check_config_dirs, scanned_once
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir
-from verl_qwen35.run.stops import sigterm_raised
+from verl_qwen35.run.stops import stops_deferred
 from verl_qwen35.run.sweep import guarded_job, in_multirun, interrupted, released_when_done
 
 
@@ -251,9 +251,9 @@ def main(argv: list[str] | None = None) -> int:
         if help.handled(argv, hydra_main, [usage for _, usage in SUBCOMMANDS.values()]):  # --help, --presets, ...
             return 0
     # A user who sets HYDRA_FULL_ERROR asks for Hydra's tracebacks; everyone else gets one message.
-    # SIGTERM (scancel, `timeout`) stops the run or sweep as Ctrl-C does: the sweep's summary, exit 143.
+    # Ctrl-C and SIGTERM (scancel, `timeout`) stop the run or sweep between jobs: the sweep's summary, exit 130/143.
     answer = answered(full_error="HYDRA_FULL_ERROR" in os.environ, on_interrupt=interrupted)
-    with answer, sigterm_raised(), released_when_done(), scanned_once():
+    with answer, stops_deferred(), released_when_done(), scanned_once():
         # Every file the user adds to the search path: size and alias limits and secrets, before Hydra parses any.
         overrides = parse_overrides(overrides_of(argv))
         check_config_dirs(overrides, user_search_dirs(argv))

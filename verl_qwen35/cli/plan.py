@@ -56,7 +56,7 @@ from verl_qwen35.planner.search import (
 )
 from verl_qwen35.run.child import run_attached
 from verl_qwen35.run.resolved import build_run
-from verl_qwen35.run.stops import sigterm_raised
+from verl_qwen35.run.stops import stops_deferred
 
 PROG = "verl-qwen35 plan"
 PICTURE = "--picture"
@@ -502,7 +502,7 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     # the entrypoint's answers: one message and exit 2, `| head` ends quietly; SIGTERM stops the sweep as Ctrl-C
-    with answered(PROG), sigterm_raised():
+    with answered(PROG), stops_deferred():
         code = run(args)
         sys.stdout.flush()
     return code

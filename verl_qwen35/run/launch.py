@@ -17,9 +17,12 @@ def launch(cfg: DictConfig) -> None:
     import ray
     from verl.trainer import main_ppo
 
+    from verl_qwen35.run.stops import stoppable
+
     before = signal.getsignal(signal.SIGTERM)
     try:
-        main_ppo.main(cfg)
+        with stoppable():  # a training run is stopped where it stands, as verl's own script is
+            main_ppo.main(cfg)
     finally:
         if ray.is_initialized():
             ray.shutdown()

@@ -42,6 +42,7 @@ from verl_qwen35.config.secrets import redact
 from verl_qwen35.config.yaml_files import load_json
 from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
+from verl_qwen35.run.stops import stop_point
 from verl_qwen35.run.sweep_lock import SweepLock, lock_sweep_dir
 
 VERDICT = "verdict.json"
@@ -178,8 +179,10 @@ def guarded_job(job: Callable[[], None], output_dir: str, mode: str) -> None:
 
     A job the preflight refuses returns normally (status `refused`); one that raises is `failed`:
     a user mistake with its one-line answer, anything else with its type and message, its
-    traceback in the job's error.log (a crash is a bug worth reading).
+    traceback in the job's error.log (a crash is a bug worth reading). A Ctrl-C or SIGTERM since the last job
+    stops the sweep here, before this job starts.
     """
+    stop_point()
     write_verdict(output_dir, mode, [], status="running")
     try:
         job()

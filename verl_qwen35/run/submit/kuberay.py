@@ -22,6 +22,7 @@ from verl_qwen35.config.secrets import redact
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import digest
 from verl_qwen35.run.private_files import write_private
+from verl_qwen35.run.stops import stoppable
 from verl_qwen35.run.submit.base import SubmitError, ray_device, relaunch_argv
 
 MANIFEST = "rayjob.yaml"
@@ -162,9 +163,10 @@ def create(body: dict[str, Any]) -> str:
         config.load_kube_config(config_file=os.environ.get("KUBECONFIG"))
     except Exception:  # no kubeconfig: inside a pod, its service account
         config.load_incluster_config()
-    created = client.CustomObjectsApi().create_namespaced_custom_object(
-        GROUP, VERSION, body["metadata"]["namespace"], PLURAL, body
-    )
+    with stoppable():  # an API server that does not answer must not hold Ctrl-C
+        created = client.CustomObjectsApi().create_namespaced_custom_object(
+            GROUP, VERSION, body["metadata"]["namespace"], PLURAL, body
+        )
     return str(created.get("metadata", {}).get("uid") or body["metadata"]["name"])
 
 

@@ -15,6 +15,7 @@ from omegaconf import DictConfig
 from verl_qwen35 import shell
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import digest
+from verl_qwen35.run.stops import stoppable
 from verl_qwen35.run.submit.base import SubmitError, relaunch_argv
 
 
@@ -63,9 +64,11 @@ def submit_ray_job(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file:
     from ray.job_submission import JobSubmissionClient
 
     try:
-        client = JobSubmissionClient(address)  # checks that the cluster answers
+        with stoppable():  # a cluster that does not answer must not hold Ctrl-C
+            client = JobSubmissionClient(address)  # checks that the cluster answers
         command = announce(write_launch_file())
-        job_id = client.submit_job(entrypoint=command, runtime_env=env)
+        with stoppable():
+            job_id = client.submit_job(entrypoint=command, runtime_env=env)
     except Exception as err:  # ConnectionError, ValueError, RuntimeError, and Ray's own RPC errors
         raise SubmitError(
             f"submit.address={address}: cannot submit to a Ray cluster there ({err}); give the head's "
