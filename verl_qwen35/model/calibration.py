@@ -13,8 +13,8 @@ Per device kind (the `device` of a row's hardware, `gpu` or `npu`, as in conf/ha
 only. An NPU prediction uses the constants its NPU rows measure; a constant none of them measures is the GPU
 constant times the NPU rows' common factor (their measured constants over the GPU's) where those factors agree
 within AGREE: the stack then runs every measured kernel at one share of the GPU rows' share of peak, and the
-unmeasured phase most likely does too. Where the factors differ by phase (the Ascend row's rollout runs at ~0.5x
-the GPU rows' share, its training passes at ~0.2-0.3x), nothing says which one the unmeasured phase shares, and it
+unmeasured phase most likely does too. Where the factors differ by phase (the Ascend rows' rollouts run at ~0.6x
+the GPU rows' share, their training passes at ~0.2-0.3x), nothing says which one the unmeasured phase shares, and it
 takes the GPU constant.
 
 The band is not chosen: every row is predicted by a fit that did not see it (leave-one-out), and a phase's band is
@@ -270,8 +270,12 @@ def _settings(r: Mapping[str, Any], hw: Mapping[str, Any]) -> Settings:
 
 def shipped_row(row: Mapping[str, Any]) -> Row:
     """A published measurement as the model sees it: a pre-training iteration is one `update_actor` of
-    `global_batch_size` sequences; a GRPO row is a whole colocated step."""
+    `global_batch_size` sequences; a GRPO row is a whole colocated step; a serving benchmark (`serve`) is one
+    `gen` of `generated_sequences` (its engines' layout stands in for the training layout it does not have)."""
     m, r, hw = row_facts(row), row["run"], row["hardware"]
+    if row["kind"] == "serve":
+        r = {**r, "tp": r["gen_tp"], "pp": 1, "cp": 1, "ep": r.get("gen_ep", 1)}
+        r.setdefault("train_batch_sequences", r["generated_sequences"])
     lo = Layout(
         r["nodes"], r["devices_per_node"], r["tp"], r["pp"], r["cp"], r["ep"], r.get("etp", 1), r.get("vpp"),
         r.get("gen_tp", 1), r.get("gen_dp", 1), 1, r.get("gen_ep", 1),
@@ -283,7 +287,7 @@ def shipped_row(row: Mapping[str, Any]) -> Row:
         terms = {"update_actor": training_terms(m, lo, s, rates, recipe)[0]["update_actor"]}
     else:
         t = step_time(m, lo, s, estimate_layout(m, lo, s), rates, UNIT, recipe)
-        terms = {p: ab for p, ab in t.terms.items() if ab != (0.0, 0.0)}
+        terms = {p: ab for p, ab in t.terms.items() if ab != (0.0, 0.0) and (row["kind"] != "serve" or p == "gen")}
     measured = {str(k): float(v) for k, v in row["phases"].items()}
     fitted = frozenset(row.get("fit", list(measured)) or [])
     device = hw["device"]  # the hardware anchor's kind, as conf/hardware/*.yaml's `device`
