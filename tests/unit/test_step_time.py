@@ -129,10 +129,11 @@ def test_the_gpu_bands_hold_at_least_8_of_10_held_out_published_runs_and_say_how
 
 
 def test_an_npu_config_predicts_with_the_npu_fit_and_says_how_many_npu_runs_it_rests_on():
-    """Every Ascend row's phases (the 235B GRPO run's, the DAPO update the fit never saw, the 30B run's step, the
-    serving benchmark's decoding) under the calibration a `device=npu hardware=a3` config chooses lie within that
-    calibration's band of what was measured; under a GPU config's calibration (NVIDIA's share of peak) the 235B
-    GRPO step lies beyond the band."""
+    """Every Ascend RL or rollout row's phases (the 235B GRPO run's, the DAPO update the fit never saw, the 30B
+    run's step, the serving benchmark's decoding) under the calibration a `device=npu hardware=a3` config chooses
+    lie within that calibration's band of what was measured; under a GPU config's calibration (NVIDIA's share of
+    peak) the 235B GRPO step lies beyond the band. (MindSpeed-LLM's A2 pre-training row is printed below the
+    band, as docs/planning.md says.)"""
     npu = calibration_of(resolved("122b", "npu", "hardware=a3"))
     gpu = calibration_of(resolved("122b", "gpu"))
     assert (npu.device, gpu.device) == ("npu", "gpu")
@@ -140,7 +141,7 @@ def test_an_npu_config_predicts_with_the_npu_fit_and_says_how_many_npu_runs_it_r
     fitted = sum(1 for r in ascend if r.fitted)
     assert f"{fitted} of them on npu" in npu.describe() and "on npu" not in gpu.describe()
     grpo = next(r for r in ascend if r.id == "cann-qwen3-235b-grpo-a3-128die")
-    for row in ascend:
+    for row in (r for r in ascend if "gen" in r.terms):  # an RL step or a rollout, not a pre-training iteration
         phases = row.terms if "step" in row.measured else row.measured  # a published step: all its phases
         measured = row.measured.get("step", sum(row.measured.values()))
         predicted = {p: row.predict(npu.efficiency, p) for p in phases}
