@@ -109,6 +109,32 @@ def test_an_expected_mean_response_length_shortens_the_step_and_is_said():
     assert "data.max_response_length" in full.assumption() and "plan.response_length" in mean.assumption()
 
 
+def test_a_rollout_waits_for_its_longest_response():
+    """With one expected mean, a longer data.max_response_length leaves a longer tail to decode, up to twice the
+    mean; a maximum at the mean is every response at it, and a rollout with a tail is still faster than one where
+    every response runs to the maximum."""
+    m, s, rates, _ = inputs("35b", "gpu")
+    lo = Layout(1, 8, 2, 1, 1, 8, 1, None, 8)
+    mean = s.response_length // 8
+
+    def gen(longest: int) -> float:
+        settings = dataclasses.replace(s, response_length=longest)
+        e = estimate_layout(m, lo, settings)
+        return step_time(m, lo, settings, e, rates, shipped(), Recipe(response_length=mean)).phases["gen"]
+
+    short = dataclasses.replace(s, response_length=mean)
+    at_mean = step_time(m, lo, short, estimate_layout(m, lo, s), rates, shipped())
+    assert gen(mean) == pytest.approx(at_mean.phases["gen"])
+    assert gen(mean) < gen(3 * mean // 2) < gen(2 * mean) == pytest.approx(gen(4 * mean))
+    everyone_at_the_maximum = dataclasses.replace(s, response_length=2 * mean)
+    assert (
+        gen(2 * mean)
+        < step_time(
+            m, lo, everyone_at_the_maximum, estimate_layout(m, lo, everyone_at_the_maximum), rates, shipped()
+        ).phases["gen"]
+    )
+
+
 def test_the_gpu_bands_hold_at_least_8_of_10_held_out_published_runs_and_say_how_many():
     """Leave-one-out over the shipped rows: each GPU measurement is predicted by a fit that never saw it; the bands
     the plan prints (the 10th to 90th percentile of these ratios) hold at least 80% of them, and scripts/calibrate.py

@@ -265,6 +265,7 @@ def _settings(r: Mapping[str, Any], hw: Mapping[str, Any]) -> Settings:
         recompute_num_layers=None, sequence_parallel=True, uses_reference=bool(r.get("reference", False)),
         mtp_layers=0, gpu_memory_utilization=r.get("gpu_memory_utilization", 0.6),
         max_num_seqs=r.get("max_num_seqs", 256), log_prob_max_token_len=r.get("max_token_len"),
+        response_cap=r.get("max_response_length"),
     )  # fmt: skip
 
 

@@ -329,6 +329,7 @@ class Settings:
     ref_log_prob_max_token_len: int | None = None  # ref.log_prob_max_token_len_per_gpu with its dynamic batches
     update_entropy: bool = False  # the loss takes entropy: entropy_coeff != 0 or actor.calculate_entropy
     hccl_buffer_gib: float = 0.0  # per device on Ascend: HCCL's communicator buffers (from env HCCL_BUFFSIZE)
+    response_cap: int | None = None  # the longest response where response_length is an expected mean
 
     @property
     def sequence_length(self) -> int:

@@ -22,9 +22,10 @@ about 8 of 10 of them; `scripts/calibrate.py` prints how many).
 - **update_weights**: every full tensor gathered over TP/EP/PP and copied into vLLM.
 
 Response lengths: the prediction assumes every response at `data.max_response_length` unless
-`plan.response_length` gives the expected mean (what verl logs as `response_length/mean`).
-Not modelled: load imbalance of MoE routing, stragglers, the tail of the longest response, Ray and data-loading
-time, reward, validation and checkpoint steps, vision tokens.
+`plan.response_length` gives the expected mean (what verl logs as `response_length/mean`); then lengths spread
+evenly around that mean up to the maximum, and the rollout waits for its longest (`response_spread`).
+Not modelled: load imbalance of MoE routing, stragglers, Ray and data-loading time, reward, validation and
+checkpoint steps, vision tokens.
 """
 
 import dataclasses
@@ -142,7 +143,7 @@ class Recipe:
         """The settings the time model runs on: responses at the expected mean when one is given."""
         if self.response_length is None or self.response_length >= s.response_length:
             return s
-        return dataclasses.replace(s, response_length=self.response_length)
+        return dataclasses.replace(s, response_length=self.response_length, response_cap=s.response_length)
 
 
 @dataclass(frozen=True)
@@ -421,43 +422,68 @@ def training_communication(
 Terms = tuple[float, float]  # (a: seconds at peak that the phase's efficiency scales, b: seconds it does not)
 
 
+def response_spread(mean: int, longest: int | None) -> tuple[float, float]:
+    """The shortest and longest response when lengths spread evenly around their `mean` up to `longest` (the
+    configured maximum where `mean` is an expected mean): from 0 to twice the mean, or centred on the mean and cut
+    at the maximum. Without a maximum above the mean every response is `mean` long."""
+    high = float(mean if longest is None or longest <= mean else min(longest, 2 * mean))
+    return 2 * mean - high, high
+
+
 def rollout_terms(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, rates: Rates) -> Terms:
-    """`gen`: each vLLM replica (TP x DP engines, experts over EP when on) runs its share of the sequences, in
-    share / batch waves of what its cache holds, a fraction: vLLM's scheduler admits a waiting sequence as soon as
-    a running one ends (continuous batching), so a share just over the cache costs a little more, not a second
-    pass; prefill at peak FLOPs, decode iterations bound by the larger of HBM traffic
-    and compute (both scaled by the `gen` efficiency), each layer's collectives not scaled."""
+    """`gen`: each vLLM replica (TP x DP engines, experts over EP when on) runs its share of the sequences; prefill
+    at peak FLOPs, decode iterations bound by the larger of HBM traffic and compute (both scaled by the `gen`
+    efficiency), each layer's collectives not scaled.
+
+    Decoding runs as vLLM schedules it: as many sequences at once as the cache holds, a waiting one admitted as
+    soon as a running one ends (continuous batching), so the slots stay full while sequences wait; the last of
+    them then run down to the longest response, fewer and fewer at a time (`response_spread`: lengths even from
+    the shortest to the longest, the running count falling linearly, taken at its mean). A step waits for its
+    longest response: with an expected mean below the maximum that tail costs iterations at small batches."""
     groups = max(1, lo.world // lo.gen_tp)
     sequences = s.step_sequences / groups
     prompt, response = s.prompt_length, min(s.response_length, max(1, s.rollout_length - s.prompt_length))
+    cap = s.response_cap if s.max_model_len is None else min(s.response_cap or response, s.max_model_len - prompt)
+    shortest, longest = response_spread(response, cap)
     peak = rates.bf16_tflops * 1e12
     prefill = sequences * prompt * forward_flops_per_token(m, prompt / 2) / (lo.gen_tp * peak)
     batch = max(1.0, min(float(s.max_num_seqs), float(max(1, e.sequences_fit)), sequences))
-    waves = sequences / batch
     # Weights read per iteration: dense always, experts only those the batch's tokens touch.
     expert_split = lo.gen_ep if lo.gen_ep > 1 else lo.gen_tp
     expert_params = m.num_layers * m.experts * m.expert / expert_split
     dense_params = max(0.0, e.rollout_params_per_rank - expert_params)
-    routed_tokens = batch * (lo.gen_ep // lo.gen_tp if lo.gen_ep > 1 else 1) * m.topk
-    touched = 1 - (1 - 1 / m.experts) ** routed_tokens
-    weights = BF16 * (dense_params + expert_params * touched)
     context = prompt + response / 2
     kv_token = e.rollout_breakdown["kv_per_token_kib"] * 1024
     state = e.rollout_breakdown["gdn_state_per_sequence_mib"] * 2**20
-    cache = batch * (context * kv_token + 2 * state)  # GDN state read and written back
-    memory = (weights + cache) / (rates.hbm_gbps * GB)
-    compute = batch * forward_flops_per_token(m, context) / lo.gen_tp / peak
-    # Per layer: 2 TP all-reduces of the batch's hidden states, 2 EP all-to-alls of its routed copies.
-    comm = 0.0
-    if lo.gen_tp > 1:
-        ar = 2 * batch * m.hidden * BF16 * 2 * (lo.gen_tp - 1) / lo.gen_tp
-        comm += m.num_layers * 2 * (_latency(lo.gen_tp, 1, lo, rates) + ring_seconds(ar / 2, lo.gen_tp, 1, lo, rates))
-    if lo.gen_ep > 1:
-        a2a = batch * m.topk * m.hidden * BF16 * (lo.gen_ep - 1) / lo.gen_ep
-        comm += (
-            m.num_layers * 2 * (_latency(lo.gen_ep, 1, lo, rates) + all_to_all_seconds(a2a, lo.gen_ep, 1, lo, rates))
-        )
-    return prefill + waves * response * max(memory, compute), waves * response * comm
+
+    def iteration(running: float) -> tuple[float, float]:
+        """One decode iteration of `running` sequences: (HBM or compute bound seconds, collectives)."""
+        routed_tokens = running * (lo.gen_ep // lo.gen_tp if lo.gen_ep > 1 else 1) * m.topk
+        touched = 1 - (1 - 1 / m.experts) ** routed_tokens
+        weights = BF16 * (dense_params + expert_params * touched)
+        cache = running * (context * kv_token + 2 * state)  # GDN state read and written back
+        memory = (weights + cache) / (rates.hbm_gbps * GB)
+        compute = running * forward_flops_per_token(m, context) / lo.gen_tp / peak
+        # Per layer: 2 TP all-reduces of the batch's hidden states, 2 EP all-to-alls of its routed copies.
+        comm = 0.0
+        if lo.gen_tp > 1:
+            ar = 2 * running * m.hidden * BF16 * 2 * (lo.gen_tp - 1) / lo.gen_tp
+            ring = ring_seconds(ar / 2, lo.gen_tp, 1, lo, rates)
+            comm += m.num_layers * 2 * (_latency(lo.gen_tp, 1, lo, rates) + ring)
+        if lo.gen_ep > 1:
+            a2a = running * m.topk * m.hidden * BF16 * (lo.gen_ep - 1) / lo.gen_ep
+            exchange = all_to_all_seconds(a2a, lo.gen_ep, 1, lo, rates)
+            comm += m.num_layers * 2 * (_latency(lo.gen_ep, 1, lo, rates) + exchange)
+        return max(memory, compute), comm
+
+    last = min(sequences, batch)  # the sequences that run to the end together
+    stretches = (  # (iterations, sequences running): slots full while others wait, then the last ones' run-down
+        (max(0.0, sequences - batch) * response / batch, batch),
+        (shortest, last),
+        (longest - shortest, last / 2),
+    )
+    costs = [(n, iteration(running)) for n, running in stretches if n > 0]
+    return prefill + sum(n * c[0] for n, c in costs), sum(n * c[1] for n, c in costs)
 
 
 def gdn_state_seconds(m: ModelFacts, lo: Layout, tokens: float, rates: Rates) -> float:
