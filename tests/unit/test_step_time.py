@@ -117,15 +117,20 @@ def test_a_rollout_waits_for_its_longest_response():
     lo = Layout(1, 8, 2, 1, 1, 8, 1, None, 8)
     mean = s.response_length // 8
 
-    def gen(longest: int) -> float:
+    def predicted(longest: int):
         settings = dataclasses.replace(s, response_length=longest)
         e = estimate_layout(m, lo, settings)
-        return step_time(m, lo, settings, e, rates, shipped(), Recipe(response_length=mean)).phases["gen"]
+        return step_time(m, lo, settings, e, rates, shipped(), Recipe(response_length=mean))
+
+    def gen(longest: int) -> float:
+        return predicted(longest).phases["gen"]
 
     short = dataclasses.replace(s, response_length=mean)
     at_mean = step_time(m, lo, short, estimate_layout(m, lo, s), rates, shipped())
     assert gen(mean) == pytest.approx(at_mean.phases["gen"])
     assert gen(mean) < gen(3 * mean // 2) < gen(2 * mean) == pytest.approx(gen(4 * mean))
+    said = predicted(4 * mean)
+    assert said.as_dict()["longest_response"] == 2 * mean and f"the longest {2 * mean}" in said.assumption()
     everyone_at_the_maximum = dataclasses.replace(s, response_length=2 * mean)
     assert (
         gen(2 * mean)

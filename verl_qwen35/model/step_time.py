@@ -178,6 +178,7 @@ class StepTime:
     world: int
     response_length: int  # the response length the prediction assumes
     response_is_mean: bool  # True: plan.response_length (expected mean); False: data.max_response_length
+    longest_response: int  # the longest response the rollout waits for (response_range)
 
     @functools.cached_property
     def phases(self) -> dict[str, float]:
@@ -215,7 +216,10 @@ class StepTime:
 
     def assumption(self) -> str:
         if self.response_is_mean:
-            return f"responses of {self.response_length} tokens on average (plan.response_length)"
+            return (
+                f"responses of {self.response_length} tokens on average (plan.response_length), "
+                f"the longest {self.longest_response}"
+            )
         return (
             f"every response at data.max_response_length={self.response_length} "
             "(set plan.response_length=N, the expected mean)"
@@ -236,6 +240,7 @@ class StepTime:
             "communication": {k: round(v, 3) for k, v in self.communication.items()},
             "response_length": self.response_length,
             "response_length_is_mean": self.response_is_mean,
+            "longest_response": self.longest_response,
             "calibration": self.calibration.source,
             "calibration_rows": self.calibration.rows,
             "calibration_device": self.calibration.device,
@@ -430,6 +435,15 @@ def response_spread(mean: int, longest: int | None) -> tuple[float, float]:
     return 2 * mean - high, high
 
 
+def response_range(s: Settings) -> tuple[float, float]:
+    """The shortest and the longest response of the rollout `s` times (`response_spread`), both within what vLLM's
+    max_model_len leaves after the prompt."""
+    response = min(s.response_length, max(1, s.rollout_length - s.prompt_length))
+    room = None if s.max_model_len is None else s.max_model_len - s.prompt_length
+    cap = s.response_cap if room is None else min(s.response_cap or response, room)
+    return response_spread(response, cap)
+
+
 def rollout_terms(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, rates: Rates) -> Terms:
     """`gen`: each vLLM replica (TP x DP engines, experts over EP when on) runs its share of the sequences; prefill
     at peak FLOPs, decode iterations bound by the larger of HBM traffic and compute (both scaled by the `gen`
@@ -443,8 +457,7 @@ def rollout_terms(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, rat
     groups = max(1, lo.world // lo.gen_tp)
     sequences = s.step_sequences / groups
     prompt, response = s.prompt_length, min(s.response_length, max(1, s.rollout_length - s.prompt_length))
-    cap = s.response_cap if s.max_model_len is None else min(s.response_cap or response, s.max_model_len - prompt)
-    shortest, longest = response_spread(response, cap)
+    shortest, longest = response_range(s)
     peak = rates.bf16_tflops * 1e12
     prefill = sequences * prompt * forward_flops_per_token(m, prompt / 2) / (lo.gen_tp * peak)
     batch = max(1.0, min(float(s.max_num_seqs), float(max(1, e.sequences_fit)), sequences))
@@ -611,6 +624,7 @@ def combine(
         world=lo.world,
         response_length=s.response_length,
         response_is_mean=recipe.response_length is not None and recipe.response_length == s.response_length,
+        longest_response=round(response_range(s)[1]),
     )
 
 
