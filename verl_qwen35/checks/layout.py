@@ -128,10 +128,9 @@ def layout_problems(
                 )
             )
     version = mcore or ASSUMED_MCORE
-    if lo.cp > 1 and version < GDN_CP_MCORE:
-        if device == "npu" and cp_algo:
-            pass  # MindSpeed's context-parallel algorithm is set: it, not stock megatron-core, splits the sequence
-        elif device == "npu":
+    # On NPU with MindSpeed's context-parallel algorithm set, MindSpeed, not stock megatron-core, splits the sequence.
+    if lo.cp > 1 and version < GDN_CP_MCORE and not (device == "npu" and cp_algo):
+        if device == "npu":
             found.append(
                 warning(
                     KEYS["cp"],

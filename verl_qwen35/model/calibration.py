@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 
 from verl_qwen35.data import DATA_DIR
+from verl_qwen35.installed import conf_dir
 from verl_qwen35.model.layout import Layout, device_of
 from verl_qwen35.model.memory import InputError, ModelFacts, Settings, estimate_layout, read_inputs
 from verl_qwen35.model.step_time import (
@@ -242,6 +243,18 @@ def load_measurements() -> list[dict[str, Any]]:
     return yaml.safe_load(SHIPPED.read_text())["measurements"]
 
 
+def row_hardware(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's machine: `preset: NAME` is conf/hardware/NAME.yaml, the one place its numbers and sources live (the
+    keys beside it override them: the H800 is an H100 with slower NVLink); else the keys as written."""
+    hw = dict(row["hardware"])
+    preset = hw.pop("preset", None)
+    if preset is None:
+        return hw
+    base = yaml.safe_load((conf_dir() / "hardware" / f"{preset}.yaml").read_text())
+    base.pop("sources", None)
+    return {**base, **hw}
+
+
 def row_facts(row: Mapping[str, Any]) -> ModelFacts:
     """A measured model's facts; models without Qwen3.5's gated query (Qwen3) count q_proj once."""
     facts = ModelFacts.of(row["model"])
@@ -273,7 +286,7 @@ def shipped_row(row: Mapping[str, Any]) -> Row:
     """A published measurement as the model sees it: a pre-training iteration is one `update_actor` of
     `global_batch_size` sequences; a GRPO row is a whole colocated step; a serving benchmark (`serve`) is one
     `gen` of `generated_sequences` (its engines' layout stands in for the training layout it does not have)."""
-    m, r, hw = row_facts(row), row["run"], row["hardware"]
+    m, r, hw = row_facts(row), row["run"], row_hardware(row)
     if row["kind"] == "serve":
         r = {**r, "tp": r["gen_tp"], "pp": 1, "cp": 1, "ep": r.get("gen_ep", 1)}
         r.setdefault("train_batch_sequences", r["generated_sequences"])
@@ -288,7 +301,8 @@ def shipped_row(row: Mapping[str, Any]) -> Row:
         terms = {"update_actor": training_terms(m, lo, s, rates, recipe)[0]["update_actor"]}
     else:
         t = step_time(m, lo, s, estimate_layout(m, lo, s), rates, UNIT, recipe)
-        terms = {p: ab for p, ab in t.terms.items() if ab != (0.0, 0.0) and (row["kind"] != "serve" or p == "gen")}
+        kept = ("gen",) if row["kind"] == "serve" else PHASES
+        terms = {p: ab for p, ab in t.terms.items() if p in kept and ab != (0.0, 0.0)}
     measured = {str(k): float(v) for k, v in row["phases"].items()}
     fitted = frozenset(row.get("fit", list(measured)) or [])
     device = hw["device"]  # the hardware anchor's kind, as conf/hardware/*.yaml's `device`

@@ -435,13 +435,13 @@ def response_spread(mean: int, longest: int | None) -> tuple[float, float]:
     return 2 * mean - high, high
 
 
-def response_range(s: Settings) -> tuple[float, float]:
-    """The shortest and the longest response of the rollout `s` times (`response_spread`), both within what vLLM's
-    max_model_len leaves after the prompt."""
+def response_range(s: Settings) -> tuple[int, float, float]:
+    """The mean, shortest and longest response of the rollout `s` times (`response_spread`), all within what
+    vLLM's max_model_len leaves after the prompt."""
     response = min(s.response_length, max(1, s.rollout_length - s.prompt_length))
     room = None if s.max_model_len is None else s.max_model_len - s.prompt_length
     cap = s.response_cap if room is None else min(s.response_cap or response, room)
-    return response_spread(response, cap)
+    return (response, *response_spread(response, cap))
 
 
 def rollout_terms(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, rates: Rates) -> Terms:
@@ -456,8 +456,8 @@ def rollout_terms(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, rat
     longest response: with an expected mean below the maximum that tail costs iterations at small batches."""
     groups = max(1, lo.world // lo.gen_tp)
     sequences = s.step_sequences / groups
-    prompt, response = s.prompt_length, min(s.response_length, max(1, s.rollout_length - s.prompt_length))
-    shortest, longest = response_range(s)
+    prompt = s.prompt_length
+    response, shortest, longest = response_range(s)
     peak = rates.bf16_tflops * 1e12
     prefill = sequences * prompt * forward_flops_per_token(m, prompt / 2) / (lo.gen_tp * peak)
     batch = max(1.0, min(float(s.max_num_seqs), float(max(1, e.sequences_fit)), sequences))
@@ -624,7 +624,7 @@ def combine(
         world=lo.world,
         response_length=s.response_length,
         response_is_mean=recipe.response_length is not None and recipe.response_length == s.response_length,
-        longest_response=round(response_range(s)[1]),
+        longest_response=round(response_range(s)[2]),
     )
 
 

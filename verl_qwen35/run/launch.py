@@ -2,6 +2,8 @@
 
 from omegaconf import DictConfig
 
+from verl_qwen35.run.stops import stoppable
+
 
 def launch(cfg: DictConfig) -> None:
     """Run verl's `main_ppo.main` body (auto_set_device, validate_config, run_ppo) on `cfg`.
@@ -16,8 +18,6 @@ def launch(cfg: DictConfig) -> None:
 
     import ray
     from verl.trainer import main_ppo
-
-    from verl_qwen35.run.stops import stoppable
 
     before = signal.getsignal(signal.SIGTERM)
     try:
