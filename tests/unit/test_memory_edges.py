@@ -80,4 +80,4 @@ def test_a_layout_larger_than_the_node_and_a_device_mismatch_are_refused(cli):
     run = cli("model=35b", "device=gpu", "parallel.devices_per_node=16", "dry_run=true")
     assert run.code == 2 and "parallel.devices_per_node=16 is more than" in run.said
     run = cli("model=35b", "device=gpu", "hardware=a3", "dry_run=true")
-    assert run.code == 2 and "hardware.device=npu" in run.said and "pass device=npu" in run.said
+    assert run.code == 2 and "hardware=a3 is an NPU machine" in run.said and "pass device=npu" in run.said

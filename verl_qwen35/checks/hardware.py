@@ -1,7 +1,8 @@
 """The layout against the machine it names: `hardware.*` (conf/hardware/NAME.yaml) is the one source of the node.
 
 parallel.devices_per_node defaults to hardware.devices_per_node (config/schema.py Parallel); a layout may use
-fewer devices a node, never more, and a GPU preset cannot run an NPU stack or the other way round.
+fewer devices a node, never more. (A GPU stack on an NPU machine is refused with the choices,
+config/choices.py: only they know the `device` group; `trainer.device` is rewritten by verl to the machine's.)
 """
 
 from omegaconf import DictConfig
@@ -11,19 +12,9 @@ from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.model.layout import Layout
 
 
-def hardware_problems(cfg: DictConfig, layout: Layout, device: str) -> list[Problem]:
+def hardware_problems(cfg: DictConfig, layout: Layout) -> list[Problem]:
     hw = cfg.get("hardware") or {}
     found = []
-    kind = hw.get("device")
-    if kind in ("gpu", "npu") and kind != device:
-        found.append(
-            error(
-                ("hardware", "device"),
-                f"hardware.device={kind} ({hw.get('name', '?')}) but device={device} composes the "
-                f"{device.upper()} stack: pass device={kind}, or a {device.upper()} hardware=NAME "
-                "(verl-qwen35 --presets)",
-            )
-        )
     per_node = hw.get("devices_per_node")
     if isinstance(per_node, int) and layout.devices_per_node > per_node:
         found.append(

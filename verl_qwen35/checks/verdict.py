@@ -21,6 +21,7 @@ from verl_qwen35.checks.memory import memory_problems
 from verl_qwen35.checks.optimizer import optimizer_problems
 from verl_qwen35.checks.parity import layout_source_errors, parity_errors, unknown_patch_errors
 from verl_qwen35.checks.problem import Level, Problem, error
+from verl_qwen35.checks.rewrites import startup_rewrites
 from verl_qwen35.checks.rollout import rollout_problems, rollout_setting_problems, weights_problems
 from verl_qwen35.checks.schedule import schedule_problems, train_rows, training_steps
 from verl_qwen35.checks.sections import structure_problems
@@ -103,7 +104,8 @@ def rule_problems(
     layout = Layout.of(cfg)
     if not_positive := positive_problems(layout):
         return found + not_positive  # nothing else can be computed from such a layout
-    found += hardware_problems(cfg, layout, device)
+    found += hardware_problems(cfg, layout)
+    found += startup_rewrites(cfg)[1]
     planned, found_plan = planned_mcore(cfg)
     found += found_plan
     mcore = rules_mcore(cfg)

@@ -79,7 +79,25 @@ def check_choices(overrides: Sequence[Override], extra_dirs: Iterable[Path] = ()
                     f"(options: {', '.join(sorted(verl_models))}); pick a Qwen3.5 preset with "
                     f"model=<{'|'.join(valid)}> and set HF model fields as actor_rollout_ref.model.KEY=VALUE"
                 )
-    _check_layout_presets(_group_choices(overrides), extra_dirs)
+    chosen = _group_choices(overrides)
+    _check_layout_presets(chosen, extra_dirs)
+    _check_stack_against_machine(chosen)
+
+
+def _check_stack_against_machine(chosen: dict[str, list[str]]) -> None:
+    """`device=gpu hardware=a3`: the device group composes one stack (environment, Megatron patch, MindSpeed
+    keys), the hardware preset names a machine of the other kind. Judged on the choices, the one place both are
+    known: `trainer.device` cannot tell, verl's `auto_set_device` rewrites it to the machine's device."""
+    devices, machines = chosen.get("device", []), chosen.get("hardware", [])
+    if len(devices) != 1 or len(machines) != 1:
+        return  # a sweep over either: each job's own pair is judged by the preflight's memory and rules
+    device, hardware = devices[0], machines[0]
+    kind = _device_of(hardware)
+    if kind is not None and device in ("gpu", "npu") and kind != device:
+        raise ChoiceError(
+            f"hardware={hardware} is an {kind.upper()} machine but device={device} composes the {device.upper()} "
+            f"stack: pass device={kind}, or a {device.upper()} hardware=NAME (verl-qwen35 --presets)"
+        )
 
 
 def _check_layout_presets(chosen: dict[str, list[str]], extra_dirs: tuple[Path, ...]) -> None:

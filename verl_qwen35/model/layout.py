@@ -7,7 +7,13 @@ from omegaconf import DictConfig
 
 
 def device_of(cfg: Any) -> str:
-    """The device kind verl runs on: `trainer.device` npu on Ascend, else a GPU (cuda, or unset)."""
+    """The device kind verl runs on: the planned machine's (`hardware.device`), whatever `trainer.device` says,
+    since verl's `auto_set_device` rewrites that to the machine's (checks/rewrites.py); without a machine,
+    `trainer.device` npu is Ascend, anything else a GPU."""
+    hardware = cfg.get("hardware") if hasattr(cfg, "get") else None
+    kind = hardware.get("device") if hasattr(hardware, "get") else None
+    if kind in ("gpu", "npu"):
+        return kind
     trainer = cfg.get("trainer") if hasattr(cfg, "get") else None
     return "npu" if hasattr(trainer, "get") and trainer.get("device") == "npu" else "gpu"
 

@@ -4,6 +4,7 @@ from omegaconf import DictConfig
 
 from verl_qwen35.checks.layout import layers_per_stage
 from verl_qwen35.checks.memory import memory_lines
+from verl_qwen35.checks.rewrites import DEVICE_NAMES
 from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.checks.tracking import backends
 from verl_qwen35.config.tracking import MODE, PLACE
@@ -74,7 +75,7 @@ def plan_lines(run: Run) -> list[str]:
     layout = f"tp={lo.tp} pp={lo.pp} cp={lo.cp} ep={lo.ep} etp={lo.etp} vpp={lo.vpp}"
     return [
         f"model      {m.name} ({choices.get('model', '?')}), weights {cfg.actor_rollout_ref.model.path}",
-        f"device     {cfg.trainer.device} ({choices.get('device', '?')}), preset {choices.get('parallel', '?')}",
+        f"device     {DEVICE_NAMES[run.device]} ({choices.get('device', '?')}), preset {choices.get('parallel', '?')}",
         hardware_line(cfg.hardware),
         f"world      {lo.nnodes} node(s) x {lo.devices_per_node} = {lo.world} devices",
         f"training   {layout}",

@@ -12,6 +12,7 @@ from verl_qwen35.checks import preflight
 from verl_qwen35.checks.megatron_keys import planned_mcore
 from verl_qwen35.checks.memory import headroom_warnings, memory_numbers
 from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.checks.rewrites import startup_rewrites
 from verl_qwen35.checks.tracking import backends, swanlab_login_problems
 from verl_qwen35.checks.verl_settings import deprecation_notes
 from verl_qwen35.checks.versions import rules_line
@@ -133,7 +134,7 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
                 print(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
     planned = planned_mcore(cfg)[0]  # plan.megatron_core, when given and usable
     print(rules_line(run.device, planned), file=sys.stderr if errors else sys.stdout)  # what the rules assumed
-    for note in deprecation_notes(cfg):
+    for note in deprecation_notes(cfg) + startup_rewrites(cfg)[0]:
         print(redact(f"note       {note}"), file=sys.stderr if errors else sys.stdout)
     if errors:
         return refused(len(errors))
