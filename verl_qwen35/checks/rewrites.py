@@ -9,8 +9,8 @@ trainer set-up, 0.9.1 and 0.8.0) for assignments into the config:
   (`model.layout.device_of`).
 - `reward.reward_model.nnodes` / `n_gpus_per_node`: without `enable_resource_pool`, the TaskRunner copies the
   trainer's (`main_ppo_v0.py` TaskRunner.init_resource_pool_mgr; v1 `trainer_base.py` alike).
-- v1 trainer only (`trainer.use_v1`): `_setup` sets the rollout's `checkpoint_engine.backend = "naive"` for the colocated replicas and
-  `data.gen_batch_size = 1` where refills must be exact (`trainer_base.py`).
+- v1 trainer only (`trainer.use_v1`): `_setup` sets the rollout's `checkpoint_engine.backend = "naive"` for the
+  colocated replicas and `data.gen_batch_size = 1` where refills must be exact (`trainer_base.py`).
 Each is a note saying what verl will run; only a value verl keeps and cannot run is an error. Not noted: what
 verl sets on every run whatever the config says (`TaskRunnerV1.run`'s `transfer_queue.enable = True`).
 """
