@@ -185,3 +185,13 @@ def test_the_command_refuses_or_warns_without_a_traceback(cli, overrides, code, 
     device = [] if any(o.startswith("device=") for o in overrides) else ["device=gpu"]
     said = cli("model=35b", *device, "dry_run=true", *overrides)
     assert said.code == code and line in said.said and "Traceback" not in said.said, said.said
+
+
+def test_the_command_counts_the_steps_from_the_data_and_refuses_a_run_longer_than_its_epochs(cli, tmp_path):
+    from tests.tiny_data import write_geo3k_stub
+
+    data = write_geo3k_stub(tmp_path / "data")  # 128 rows: 4 batches of 32 an epoch, 15 epochs = 60 steps
+    said = cli("model=35b", "device=gpu", "dry_run=true", *data, "trainer.total_training_steps=100")
+    line = "ERROR   [trainer.total_training_steps, trainer.total_epochs]"
+    assert said.code == 2 and line in said.said and "Traceback" not in said.said, said.said
+    assert cli("model=35b", "device=gpu", "dry_run=true", *data, "trainer.total_training_steps=60").code == 0
