@@ -115,7 +115,7 @@ AGREE = [
     ([f"{OPT}.lr_decay_style=inverse-square-root", f"{OPT}.lr_warmup_steps=5"], None),
     (["trainer.total_training_steps=0"], "trainer.total_training_steps"),
     (["trainer.total_epochs=0"], "trainer.total_epochs"),
-    (["trainer.total_training_steps=500"], None),
+    (["trainer.total_training_steps=500", "trainer.total_epochs=63"], None),  # 63 epochs of 8 steps reach 500
     # verl's start-up (validators/startup.py) and its config-alone twins (checks/startup.py)
     (
         ["actor_rollout_ref.rollout.agent.default_agent_loop=single_turn"],

@@ -4,6 +4,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.algorithm import algorithm_problems
 from verl_qwen35.checks.batches import batch_problems, uses_reference
+from verl_qwen35.checks.device_features import device_feature_problems
 from verl_qwen35.checks.files import data_problems, model_path_problems
 from verl_qwen35.checks.hardware import hardware_problems
 from verl_qwen35.checks.layout import layout_problems, positive_problems, sequence_parallel_problems
@@ -36,6 +37,7 @@ from verl_qwen35.checks.verl_names import name_problems
 from verl_qwen35.checks.verl_settings import verl_setting_problems
 from verl_qwen35.checks.verl_types import verl_type_problems
 from verl_qwen35.checks.vllm import vllm_problems
+from verl_qwen35.checks.waste import waste_problems
 from verl_qwen35.config.secrets import ADVICE, config_findings
 from verl_qwen35.model.layout import Layout, device_of
 from verl_qwen35.model.memory import MemoryEstimate
@@ -106,6 +108,7 @@ def rule_problems(
         return found + not_positive  # nothing else can be computed from such a layout
     found += hardware_problems(cfg, layout)
     found += startup_rewrites(cfg)[1]
+    found += device_feature_problems(cfg)  # formats and kernels the planned machine lacks
     planned, found_plan = planned_mcore(cfg)
     found += found_plan
     mcore = rules_mcore(cfg)
@@ -136,6 +139,7 @@ def rule_problems(
     family = algorithm_problems(cfg) + trainer_problems(cfg, machine_missing) + optimizer_problems(cfg)
     steps = training_steps(cfg, train_rows(cfg))
     family += schedule_problems(cfg, steps) + startup_problems(cfg, steps, machine_missing)
+    family += waste_problems(cfg, steps)  # accepted by verl, but the run resumes, stops or trains wrongly
     found += [p for p in family if not named & set(p.keys)]
     found += tracking_problems(cfg)
     if layout.world % (layout.tp * layout.pp * layout.cp) == 0:  # else DP is undefined
