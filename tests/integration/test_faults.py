@@ -163,6 +163,8 @@ CASES = [
         ["4 overrides", "parallel.vpp: Value 'two'", "parallel.tp: Value 'x'", "did you mean `parallel.tp`", "='ten'"],
     ),
     ("schema-dict-entry-passes", ["hardware.sources.hbm_gbps=measured"], 0, []),  # a preset's key of a dict field
+    ("checkpoint-dir-null", ["trainer.default_local_dir=null"], 2, ["trainer.default_local_dir"]),
+    ("checkpoint-dir-empty", ["trainer.default_local_dir=''"], 2, ["trainer.default_local_dir"]),
     # fine inputs around the faults
     ("quoted-space-non-ascii", ['data.train_files="/data/my dir/dätä.parquet"'], 0, []),
     ("conf-dir-space-non-ascii", ["--config-dir", "{tmp}/mé dir", "parallel=ok"], 0, []),

@@ -173,5 +173,24 @@ def mode_problems(cfg: DictConfig) -> list[Problem]:
     return found
 
 
+def checkpoint_dir_problems(cfg: DictConfig) -> list[Problem]:
+    """verl joins `trainer.default_local_dir` with the working directory when it looks for the latest checkpoint
+    at start-up (`ray_trainer.py` / `v1/trainer_base.py` `_load_checkpoint`: `os.path.isabs(checkpoint_folder)`)
+    and with `global_step_<N>` at every save: a null or empty value raises there (TypeError) or saves into the
+    working directory."""
+    value = cfg.trainer.get("default_local_dir")
+    if isinstance(value, str) and value:
+        return []
+    return [
+        error(
+            "trainer.default_local_dir",
+            f"={value!r}: verl loads and saves checkpoints under this directory (os.path.join at start-up and at "
+            "every save); set a path on storage every node shares, e.g. trainer.default_local_dir=/shared/ckpt",
+        )
+    ]
+
+
 def trainer_problems(cfg: DictConfig, missing: Level = "error") -> list[Problem]:
+    if found := checkpoint_dir_problems(cfg):
+        return found  # the resume rules read the directory
     return resume_problems(cfg, missing) + mode_problems(cfg)

@@ -37,9 +37,13 @@ SHARED_STORAGE_WARNING = (
 )
 
 
-def absolute_checkpoint_dir(cfg: DictConfig) -> str:
-    """verl's default `checkpoints/<project>/<experiment>` is relative to where it was started; fix it now."""
-    path = str(Path(cfg.trainer.default_local_dir).expanduser().absolute())
+def absolute_checkpoint_dir(cfg: DictConfig) -> str | None:
+    """verl's default `checkpoints/<project>/<experiment>` is relative to where it was started; fix it now.
+    A value that is no path is left as it is for the preflight to name (checks/trainer.py)."""
+    value = cfg.trainer.get("default_local_dir")
+    if not isinstance(value, str) or not value:
+        return None
+    path = str(Path(value).expanduser().absolute())
     if cfg.trainer.default_local_dir != path:  # a Run's (read-only) config has it absolute already
         cfg.trainer.default_local_dir = path
     return path
