@@ -16,8 +16,8 @@ written by a person and kept across a refresh; a function new to the list comes 
 """
 
 import argparse
-import functools
 import ast
+import functools
 import importlib.util
 import sys
 from pathlib import Path
@@ -186,7 +186,7 @@ def verl_keys() -> dict[str, bool]:
 def normalised(key: str, known: dict[str, bool], optional: bool = False) -> str | None:
     """A read as a config key: itself when verl's config has it; its leaf when the rest is a method of the value
     (`trainer.resume_from_path.split`); itself when only its last part is missing from a node (an optional key
-    read with `.get`, `actor_rollout_ref.rollout.agent.agent_loop_manager_class`); else None (an attribute of verl's own objects)."""
+    read with `.get`: `rollout.agent.agent_loop_manager_class`); else None (an attribute of verl's own objects)."""
     if key in known:
         return key
     parts = key.split(".")
@@ -281,10 +281,7 @@ def refreshed(data: dict, found: dict[tuple[str, str], dict]) -> tuple[dict, lis
 
 
 def dump(data: dict) -> str:
-    head = "\n".join(f"# {line}".rstrip() for line in (data.get("header") or "").splitlines())
-    body = {k: v for k, v in data.items() if k != "header"}
-    text = yaml.safe_dump(body, sort_keys=False, width=118, allow_unicode=True)
-    return f"{head}\n{text}" if head else text
+    return yaml.safe_dump(data, sort_keys=False, width=118, allow_unicode=True)
 
 
 def main() -> int:
@@ -307,9 +304,7 @@ def main() -> int:
         print("\n".join(changes) or "the trace matches the installed verl")
         return 1 if changes else 0
     if args.write:
-        header = DATA.read_text().split("\n", 1)[0] if DATA.is_file() else ""
-        text = dump({k: v for k, v in data.items()})
-        DATA.write_text(text if not header.startswith("#") else _keep_comments(DATA.read_text(), text))
+        DATA.write_text(_keep_comments(DATA.read_text(), dump(data)) if DATA.is_file() else dump(data))
         print("\n".join(changes) or "unchanged")
         return 0
     print(dump(data))
@@ -319,7 +314,7 @@ def main() -> int:
 def _keep_comments(old: str, new: str) -> str:
     """The data file's leading comment block stays above the refreshed data."""
     lines = old.splitlines(keepends=True)
-    comments = "".join(line for line in lines[: next(i for i, x in enumerate(lines) if not x.startswith("#"))])
+    comments = "".join(lines[: next((i for i, x in enumerate(lines) if not x.startswith("#")), 0)])
     return comments + new
 
 
