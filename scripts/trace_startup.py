@@ -24,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where installed: the generated config is long
 DATA = Path(__file__).resolve().parents[1] / "verl_qwen35" / "data" / "startup_trace.yaml"
 TOP = "config", "self.config"
 ACTOR_ENGINE = {
@@ -166,7 +167,7 @@ class Reads(ast.NodeVisitor):
 def verl_keys() -> dict[str, bool]:
     """Every key of verl's generated Megatron trainer config and its legacy reward keys -> whether it is a node."""
     folder = verl_root() / "trainer" / "config"
-    tree = yaml.safe_load((folder / "_generated_ppo_megatron_trainer.yaml").read_text())
+    tree = yaml.load((folder / "_generated_ppo_megatron_trainer.yaml").read_text(), Loader=LOADER)
     legacy = folder / "legacy_reward_impl.yaml"
     if legacy.is_file():
         tree = {**(yaml.safe_load(legacy.read_text()) or {}), **tree}
@@ -233,12 +234,15 @@ def trace_file(relative: str) -> dict[str, dict]:
     """function -> {line, keys, writes} for each function of one verl file that reads the config."""
     scopes = ROOTS[relative]
     tree = ast.parse((verl_root() / relative).read_text())
-    found = {}
+    found: dict[str, dict] = {}
+    by_class: dict[tuple[str, str], dict[str, str]] = {}
     for name, cls, node in functions(tree):
         scope = next((s for s in (name.split(".")[0], name.split(".")[-1]) if s in scopes), "*")
         roots = dict(scopes[scope])  # a class's own roots replace the file's
         if cls is not None:
-            roots = class_roots(cls, roots)
+            if (cls.name, scope) not in by_class:
+                by_class[(cls.name, scope)] = class_roots(cls, roots)
+            roots = by_class[(cls.name, scope)]
         reads = Reads(roots)
         for statement in node.body:
             reads.visit(statement)

@@ -187,7 +187,9 @@ def setup_problems(cfg: DictConfig) -> list[Problem]:
         nodes.append(("distillation", plain.distillation, None))
     for key, node, kind in nodes:
         try:
-            _quiet(omega_conf_to_dataclass, node, dataclass_type=kind) if kind else _quiet(omega_conf_to_dataclass, node)
+            _quiet(omega_conf_to_dataclass, node, dataclass_type=kind) if kind else _quiet(
+                omega_conf_to_dataclass, node
+            )
         except Exception as err:
             return [error(key, f"verl's {node.get('_target_', 'config')} refused it: {_said(err)}")]
     return []
