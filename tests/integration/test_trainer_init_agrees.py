@@ -7,6 +7,7 @@ from importlib.metadata import version
 
 import pytest
 
+from verl_qwen35.checks.trainer import mode_problems
 from verl_qwen35.checks.trainer_setup import KL_CTRL_TYPES, TRAINER_MODES, trainer_setup_problems
 from verl_qwen35.config import compose
 from verl_qwen35.validators.trainer_init import trainer_init_problems
@@ -42,7 +43,6 @@ V1_TABLE = [  # verl 0.9's v1 trainer (trainer.use_v1, its default)
         [FG, "algorithm.filter_groups.metric=acc", "reward.reward_model.enable=true"],
         "reward.reward_model.enable_resource_pool",
     ),
-    (["trainer.use_v1=false", "actor_rollout_ref.hybrid_engine=false"], "actor_rollout_ref.hybrid_engine"),
     (["trainer.use_v1=false", KL, "algorithm.kl_ctrl.type=pid"], "algorithm.kl_ctrl.type"),
 ]
 
@@ -54,7 +54,7 @@ def keys(found) -> set[str]:
 @pytest.mark.parametrize(("overrides", "key"), TABLE + (V1_TABLE if V09 else []), ids=str)
 def test_fast_and_full_agree(overrides: list[str], key: str | None) -> None:
     cfg = compose(["device=gpu", "model=35b", *overrides])
-    fast = keys(trainer_setup_problems(cfg))
+    fast = keys(trainer_setup_problems(cfg) + mode_problems(cfg))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         full = keys(trainer_init_problems(cfg))

@@ -7,11 +7,11 @@ tests/integration/test_trainer_init_agrees.py keeps the two agreeing. Upstream (
   `PPOTrainer.__init__`, legacy `RayPPOTrainer.__init__`) when `algorithm.use_kl_in_reward`;
 - `verl/trainer/ppo/v1/trainer_base.py` `get_trainer_cls(trainer.v1.trainer_mode)` (0.9.1, `trainer.use_v1`):
   the `@register_trainer` names of trainer_sync.py, trainer_colocate_async.py, trainer_separate_async.py;
-- `PPOTrainer._resolve_filter_groups_metric` (0.9.1 v1): DAPO's group filter needs `filter_groups.metric`
-  (ValueError) and a reward computed at sampling time (asserts no colocated reward model);
+- `PPOTrainer._resolve_filter_groups_metric` (0.9.1 v1, without a custom sampler): DAPO's group filter asserts a
+  reward computed at sampling time (no colocated reward model; its missing metric is checks/trainer.py's rule);
 - `verl/utils/import_utils.py` `load_class_from_fqn`: a class name without a dot is a ValueError
   (`trainer.checkpoint_callback_class`, 0.9.1; `rollout.agent.agent_loop_manager_class`);
-- legacy `RayPPOTrainer.__init__` (`verl/trainer/ppo/ray_trainer.py`) asserts `actor_rollout_ref.hybrid_engine`.
+The legacy `RayPPOTrainer.__init__`'s hybrid-engine assert is checks/trainer.py's rule.
 """
 
 from omegaconf import DictConfig, OmegaConf
@@ -61,16 +61,12 @@ def trainer_mode_problems(cfg: DictConfig) -> list[Problem]:
 
 
 def filter_groups_problems(cfg: DictConfig) -> list[Problem]:
+    """The missing metric is checks/trainer.py's rule; this is the assert after it (no custom sampler)."""
     if not uses_v1_trainer(cfg) or not _get(cfg, "algorithm.filter_groups.enable"):
         return []
-    if not _get(cfg, "algorithm.filter_groups.metric"):
-        return [
-            error(
-                "algorithm.filter_groups.metric",
-                f"is not set with filter_groups.enable=true: verl's v1 trainer raises ValueError when it starts "
-                f"({TRAINER_BASE} _resolve_filter_groups_metric); name the metric to filter groups on (acc, score)",
-            )
-        ]
+    custom = _get(cfg, "trainer.v1.sampler.custom_sampler.path") and _get(cfg, "trainer.v1.sampler.custom_sampler.name")
+    if custom or not _get(cfg, "algorithm.filter_groups.metric"):
+        return []
     if _get(cfg, "reward.reward_model.enable") and not _get(cfg, "reward.reward_model.enable_resource_pool"):
         return [
             error(
@@ -98,23 +94,9 @@ def class_name_problems(cfg: DictConfig) -> list[Problem]:
     return found
 
 
-def hybrid_engine_problems(cfg: DictConfig) -> list[Problem]:
-    if uses_v1_trainer(cfg) or _get(cfg, "actor_rollout_ref.hybrid_engine", True):
-        return []
-    return [
-        error(
-            "actor_rollout_ref.hybrid_engine",
-            "=false: verl's legacy RayPPOTrainer asserts 'Currently, only support hybrid engine' when it starts "
-            "(verl/trainer/ppo/ray_trainer.py __init__); keep it true (verl 0.9's v1 separate_async trainer is the "
-            "one that runs without it)",
-        )
-    ]
-
-
 def trainer_setup_problems(cfg: DictConfig) -> list[Problem]:
     return (
         trainer_mode_problems(cfg)
-        + hybrid_engine_problems(cfg)
         + kl_controller_type_problems(cfg)
         + filter_groups_problems(cfg)
         + class_name_problems(cfg)
