@@ -36,6 +36,7 @@ from omegaconf import DictConfig, OmegaConf
 from verl_qwen35.checks.algorithm import needs_critic
 from verl_qwen35.checks.problem import Level, Problem, error, warning
 from verl_qwen35.checks.schedule import Steps
+from verl_qwen35.checks.trainer_setup import trainer_setup_problems
 from verl_qwen35.config.schema import ACTOR
 from verl_qwen35.config.yaml_files import load_yaml, read_text
 from verl_qwen35.errors import UserError
@@ -329,7 +330,8 @@ def dataloader_problems(cfg: DictConfig) -> list[Problem]:
 
 def startup_problems(cfg: DictConfig, steps: Steps, missing: Level = "error") -> list[Problem]:
     return (
-        validation_problems(cfg)
+        trainer_setup_problems(cfg)  # what verl's trainer construction refuses (checks/trainer_setup.py)
+        + validation_problems(cfg)
         + dataloader_problems(cfg)
         + warmup_problems(cfg, steps)
         + sampling_problems(cfg)

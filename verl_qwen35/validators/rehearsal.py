@@ -32,6 +32,7 @@ from verl_qwen35.checks.problem import Problem, error, warning
 from verl_qwen35.checks.schedule import OPTIM, Steps, train_rows, training_steps
 from verl_qwen35.checks.tracking import backends
 from verl_qwen35.validators.startup import startup_rehearsal
+from verl_qwen35.validators.trainer_init import trainer_init_problems
 
 ALGO = "algorithm"
 ACTOR = "actor_rollout_ref.actor"
@@ -351,7 +352,9 @@ def mlflow_store_notes(cfg: DictConfig) -> list[Problem]:
 def rehearsal_problems(cfg: DictConfig) -> list[Problem]:
     """The rehearsal of a resolved config that passed the fast preflight."""
     steps = training_steps(cfg, train_rows(cfg))
-    found, _ = startup_rehearsal(cfg)
+    found = trainer_init_problems(cfg)  # verl builds the trainer before its datasets
+    if not found:
+        found, _ = startup_rehearsal(cfg)
     if found:
         return found + logger_notes(cfg)  # the steps below start from what failed here
     found = algorithm_rehearsal(cfg) + optimizer_rehearsal(cfg, steps)
