@@ -127,6 +127,7 @@ def explain(problems: list[Problem], otc: Mapping[str, Any], settings: Mapping[s
             for s in set_by_bridge
         )
         keys = tuple(dict.fromkeys([*problem.keys, *(f"{OTC}.{s.name}" for s in set_by_bridge)]))
+        keys = tuple(k for k in keys if k != OTC) or (OTC,)  # the field the bridge set names it better
         out.append(Problem(problem.level, keys, f"{problem.message} ({said})"))
     return out
 
