@@ -52,6 +52,9 @@ _MESSAGE_KEYS = [
     (r"[Ee]xpert bias", (f"{OTC}.moe_router_enable_expert_bias",)),
     (r"DeepEP|deepep", (f"{OTC}.moe_token_dispatcher_type",)),
     (r"only works with alltoall token dispatcher", (f"{OTC}.moe_token_dispatcher_type",)),
+    (r"shared_experts recompute cannot work", (f"{OTC}.recompute_modules", f"{OTC}.moe_shared_expert_overlap")),
+    (r"Batch invariant mode only supports FlashAttention", (f"{OTC}.batch_invariant_mode", f"{OTC}.attention_backend")),
+    (r"allgather does not support variable sequence", (f"{OTC}.moe_token_dispatcher_type",)),
     (r"Not enough layers in the (first|last) virtual", (VPP, PP)),
 ]
 
