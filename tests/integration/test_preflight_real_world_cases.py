@@ -22,6 +22,10 @@ SMALL_TOKEN_BUDGET = [f"{ARR}.rollout.max_num_batched_tokens=1000", f"{ARR}.roll
 
 # (model_device, overrides, key the refusal must name); the comment names the upstream line that decides it.
 REFUSED = [
+    # The GPU presets build through mbridge 641a5a0, which sets moe_shared_expert_overlap=True for Qwen3.5
+    # (mbridge/models/qwen3_5/qwen3_5_vl_bridge.py:314); transformer_config.py __post_init__: "moe_shared_expert_overlap
+    # only works with alltoall token dispatcher." (was accepted here while the rules read only the user's keys)
+    ("35b_gpu", [f"{ADD}.moe_token_dispatcher_type=flex"], "moe_shared_expert_overlap"),
     # transformer_config.py __post_init__: "When using recompute_granularity: selective recompute_num_layers
     # must be None."
     ("122b_npu", [f"{M}.recompute_granularity=selective", f"{M}.recompute_method=null"], "recompute_num_layers"),
@@ -308,7 +312,7 @@ ACCEPTED += [
         ],
     ),
     ("35b_gpu", [f"{ADD}.moe_router_dtype=fp64", f"{M}.moe_z_loss_coeff=0.001"]),
-    ("35b_gpu", [f"{ADD}.moe_token_dispatcher_type=flex"]),
+    # (35b_gpu with the flex dispatcher moved to REFUSED: the GPU presets' mbridge sets moe_shared_expert_overlap)
     ("35b_gpu", [f"{M}.recompute_num_layers=5"]),
     ("122b_npu", [f"{M}.recompute_num_layers=4"]),
     ("35b_gpu", [f"{ADD}.apply_rope_fusion=true", f"{ADD}.gradient_accumulation_fusion=true"]),

@@ -12,6 +12,7 @@ from functools import cache
 
 from omegaconf import DictConfig, OmegaConf
 
+from verl_qwen35.checks.bridges import bridge_of
 from verl_qwen35.checks.problem import Problem, error, warning
 from verl_qwen35.checks.transformer import type_problems
 from verl_qwen35.config.yaml_files import load_json_object
@@ -119,6 +120,7 @@ def override_key_problems(
     newest = shipped_versions()[-1]
     unlisted = version > newest  # no field list of this release ships here
     valid = fields | MINDSPEED_KEYS if device == "npu" else fields
+    valid |= bridge_of(cfg).extra_fields  # the bridge's own config class takes them (data/bridges/qwen35_moe.yaml)
     found = []
     for name in cfg.megatron.override_transformer_config:
         if name in valid:

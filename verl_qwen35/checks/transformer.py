@@ -10,6 +10,7 @@ Pure over a plain dict, the model facts and the layout: the planner calls it per
 from collections.abc import Mapping
 from typing import Any
 
+from verl_qwen35.checks.bridges import Bridge, bridge_problems, explain, with_bridge
 from verl_qwen35.checks.layout import KEYS
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.config.schema import PARALLEL_KEYS
@@ -99,11 +100,36 @@ def transformer_problems(
     dtype: str = "bfloat16",
     mtp_layers: int | None = None,
     check_split: bool = True,
+    bridge: Bridge | None = None,
 ) -> list[Problem]:
     """TransformerConfig's verdict on these overrides for this model and layout (values already typed).
 
     `sequence_parallel` is the engine's (verl turns it off at tp=1); `mtp_layers` the MTP layers that
-    will be built (None when verl disables MTP)."""
+    will be built (None when verl disables MTP). With `bridge`, megatron-core judges what verl's engine
+    hands it: the bridge's values for Qwen3.5 and verl's steps, then these overrides (`checks/bridges.py`);
+    a refusal then says which of its values the bridge set."""
+    kwargs = {"sequence_parallel": sequence_parallel, "dtype": dtype, "mtp_layers": mtp_layers}
+    kwargs["check_split"] = check_split
+    if bridge is None:
+        return _judged(otc, arch, lo, **kwargs)
+    settings = bridge.settings(lo, sequence_parallel)
+    merged = with_bridge(otc, settings)
+    # Neither mbridge nor Megatron-Bridge's path sets it for mbridge: megatron-core's default
+    # (transformer_config.py `attention_backend: AttnBackend = AttnBackend.auto`).
+    merged.setdefault("attention_backend", "auto")
+    return explain(_judged(merged, arch, lo, **kwargs), otc, settings) + bridge_problems(otc, arch, lo, bridge)
+
+
+def _judged(
+    otc: Mapping[str, Any],
+    arch: Any,
+    lo: Layout,
+    *,
+    sequence_parallel: bool,
+    dtype: str,
+    mtp_layers: int | None,
+    check_split: bool,
+) -> list[Problem]:
     found = _layout_and_arch(otc, arch, lo)
     get = otc.get
     sp = bool(get("sequence_parallel", sequence_parallel and lo.tp > 1))

@@ -4,6 +4,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.algorithm import algorithm_problems
 from verl_qwen35.checks.batches import batch_problems, uses_reference
+from verl_qwen35.checks.bridges import bridge_of
 from verl_qwen35.checks.device_features import device_feature_problems
 from verl_qwen35.checks.files import data_problems, model_path_problems
 from verl_qwen35.checks.hardware import hardware_problems
@@ -126,6 +127,7 @@ def rule_problems(
         dtype=cfg.megatron.dtype,
         mtp_layers=mtp,
         check_split=False,  # layout_problems judged the split
+        bridge=bridge_of(cfg),
     )
     found += mtp_problems(otc, mtp_enabled, model_mtp, cfg.model.name)
     found += rollout_problems(layout, cfg.model, cfg.actor_rollout_ref.rollout.name)

@@ -21,12 +21,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks import override_dict
 from verl_qwen35.checks.batches import uses_reference
+from verl_qwen35.checks.bridges import Bridge, bridge_of, bridge_problems, explain, with_bridge
 from verl_qwen35.checks.layout import KEYS
 from verl_qwen35.checks.megatron_keys import MINDSPEED_KEYS, field_spec
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.transformer import LAYOUT_FIELDS, mtp_layers_built
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.pipeline import FIRST, LAST, OTC, PP, VPP
+from verl_qwen35.validators.bridge import installed, mbridge_values, source_line
 from verl_qwen35.validators.rehearsal import rehearsal_problems
 from verl_qwen35.validators.rollout_server import real_rollout_problems
 from verl_qwen35.validators.verl_fields import real_type_problems
@@ -49,6 +51,10 @@ _MESSAGE_KEYS = [
     (r"topk is 1", (f"{OTC}.moe_router_topk", f"{OTC}.moe_router_pre_softmax")),
     (r"[Ee]xpert bias", (f"{OTC}.moe_router_enable_expert_bias",)),
     (r"DeepEP|deepep", (f"{OTC}.moe_token_dispatcher_type",)),
+    (r"only works with alltoall token dispatcher", (f"{OTC}.moe_token_dispatcher_type",)),
+    (r"shared_experts recompute cannot work", (f"{OTC}.recompute_modules", f"{OTC}.moe_shared_expert_overlap")),
+    (r"Batch invariant mode only supports FlashAttention", (f"{OTC}.batch_invariant_mode", f"{OTC}.attention_backend")),
+    (r"allgather does not support variable sequence", (f"{OTC}.moe_token_dispatcher_type",)),
     (r"Not enough layers in the (first|last) virtual", (VPP, PP)),
 ]
 
@@ -139,14 +145,36 @@ def real_transformer_problems(
     sequence_parallel: bool = False,
     dtype: str = "bfloat16",
     mtp: int | None = None,
+    bridge: Bridge | None = None,
 ) -> list[Problem]:
-    """What megatron-core's own TransformerConfig (and layer split) says about this config."""
+    """What megatron-core's own TransformerConfig (and layer split) says about this config; with `bridge`, about
+    what that bridge hands it for Qwen3.5 (its values, verl's steps, then the overrides), the refusals saying
+    which value the bridge set, and what the bridge itself cannot load."""
+    overrides = {k: v for k, v in otc.items() if not (device == "npu" and k in MINDSPEED_KEYS)}
+    if bridge is None:
+        facts = facts_config(arch, lo, sequence_parallel=sequence_parallel, dtype=dtype, mtp=mtp)
+        return _judged(facts, overrides, lo, device)
+    settings = bridge.settings(lo, sequence_parallel)
+    if bridge.key == "mbridge" and installed(bridge):
+        kwargs = mbridge_values(arch, lo, dtype, overrides)
+    else:
+        kwargs = facts_config(arch, lo, sequence_parallel=sequence_parallel, dtype=dtype, mtp=mtp)
+        if bridge.key == "mbridge":  # mbridge sets no attention backend: megatron-core's default (auto)
+            kwargs.pop("attention_backend")
+        kwargs.update(with_bridge(overrides, settings))
+    kwargs["mtp_num_layers"] = overrides.get("mtp_num_layers", mtp)
+    kwargs = {k: v for k, v in kwargs.items() if k not in bridge.extra_fields}  # the bridge's own config class's
+    found = explain(_judged(kwargs, overrides, lo, device), overrides, settings)
+    return found + bridge_problems(overrides, arch, lo, bridge)
+
+
+def _judged(kwargs: dict[str, Any], otc: Mapping[str, Any], lo: Layout, device: str) -> list[Problem]:
+    """megatron-core's TransformerConfig on these arguments, then its layer split; refusals named by `otc`."""
     from megatron.core.transformer.enums import AttnBackend, LayerType
     from megatron.core.transformer.transformer_block import get_num_layers_to_build
     from megatron.core.transformer.transformer_config import TransformerConfig
 
-    kwargs = facts_config(arch, lo, sequence_parallel=sequence_parallel, dtype=dtype, mtp=mtp)
-    overrides = {k: v for k, v in otc.items() if not (device == "npu" and k in MINDSPEED_KEYS)}
+    overrides = dict(otc)
     kwargs.update(overrides)
     kwargs.update({k: v for k, v in MACHINE_DEPENDENT.items() if k in kwargs})
     if isinstance(kwargs.get("attention_backend"), str):  # verl's mapping_string_to_attn_backend
@@ -359,6 +387,8 @@ def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
     mtp_enabled = bool(OmegaConf.select(cfg, "actor_rollout_ref.model.mtp.enable", default=False))
     if not mtp_enabled:  # verl/utils/megatron_utils.py check_mtp_config
         otc["mtp_num_layers"] = None
+    bridge = bridge_of(cfg)
+    print(f"bridge     {source_line(bridge, installed(bridge) and bridge.key == 'mbridge')}")
     found = real_transformer_problems(
         otc,
         cfg.model,
@@ -367,6 +397,7 @@ def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
         sequence_parallel=bool(cfg.actor_rollout_ref.actor.megatron.get("sequence_parallel")),
         dtype=cfg.megatron.dtype,
         mtp=mtp_layers_built(otc, mtp_enabled, cfg.model.get("mtp_num_layers", 0) or 0),
+        bridge=bridge,
     )
     found += real_batch_problems(cfg, Layout.of(cfg), uses_reference(cfg))
     found += real_ddp_problems(cfg)
