@@ -40,8 +40,8 @@ sys.path.insert(0, str(ROOT))  # the package and tests/tiny_data.py from a clean
 from tests.tiny_data import write_geo3k_stub  # noqa: E402
 from verl_qwen35.checks.problem import Problem  # noqa: E402
 from verl_qwen35.config import compose  # noqa: E402
+from verl_qwen35.config.errors import explain  # noqa: E402
 from verl_qwen35.config.patch import link_patch  # noqa: E402
-from verl_qwen35.errors import UserError  # noqa: E402
 from verl_qwen35.run.job import problems  # noqa: E402  (the dry run's own verdict: fast rules, then full)
 from verl_qwen35.run.resolved import build_run  # noqa: E402
 
@@ -313,13 +313,15 @@ def quiet() -> Iterator[None]:
 
 
 def innermost(err: BaseException) -> str:
-    """Where an exception was raised, as `path:line`, for a crash cell."""
-    tb = err.__traceback__
-    where = ""
+    """Where an exception was raised, as `path:line`: the last frame of this package, then the very last."""
+    ours, last, tb = "", "", err.__traceback__
     while tb is not None:
-        where = f"{Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno}"
+        path = Path(tb.tb_frame.f_code.co_filename)
+        last = f"{path.name}:{tb.tb_lineno}"
+        if path.is_relative_to(PACKAGE):
+            ours = f"{path.relative_to(PACKAGE).as_posix()}:{tb.tb_lineno}"
         tb = tb.tb_next
-    return where
+    return f"{ours} ({last})" if ours and not last.startswith(Path(ours).name + ":") else ours or last
 
 
 def judge(base: Base, target: str, keys: set[str], mode: str) -> Verdict:
@@ -340,12 +342,11 @@ def judge(base: Base, target: str, keys: set[str], mode: str) -> Verdict:
                 return Verdict(kind, shown(value), ("typed schema (verl_qwen35/config/schema.py)",))
             try:
                 found = base.verdict(cfg, mode)
-            except UserError as err:
-                if any(k in str(err) for k in keys):
-                    return Verdict(kind, shown(value), ("composition (verl_qwen35/config)",))
-                continue
-            except Exception as err:  # a traceback the user would see: the page lists it
-                crashed = crashed or f"{shown(value)}: {type(err).__name__} at {innermost(err)}"
+            except Exception as err:
+                if (line := explain(err)) is None:  # a traceback the user would see: the page lists it
+                    crashed = crashed or f"{shown(value)}: {type(err).__name__} at {innermost(err)}"
+                elif any(k in line for k in keys):  # the command's one-line answer, naming the key
+                    return Verdict(kind, shown(value), ("resolution (verl_qwen35/config/errors.py explain)",))
                 continue
             new = [p for p in found if p not in base.baseline[mode] and about(p, keys)]
             if not new:
@@ -538,6 +539,14 @@ def page(rows: Sequence[Row], source: str, preset: Sequence[str], extra: Sequenc
         verl=md.version("verl"),
     )
     text += "\n".join(table_line(r) for r in rows) + "\n"
+    crashes = [(r.key, depth, v.crash) for r in rows for depth, v in (("true", r.fast), ("full", r.full)) if v.crash]
+    if crashes:
+        text += "\n## A traceback instead of a verdict\n\n"
+        text += "These values make the dry run stop with a traceback instead of naming the key:\n\n"
+        text += "".join(
+            f"- `dry_run={depth}`, `{key}={crash.split(': ', 1)[0]}`: {crash.split(': ', 1)[1]}\n"
+            for key, depth, crash in crashes
+        )
     return text + "".join(f"\n{line}\n" for line in extra)
 
 
