@@ -42,6 +42,7 @@ from verl_qwen35.checks.problem import Problem  # noqa: E402
 from verl_qwen35.config import compose  # noqa: E402
 from verl_qwen35.config.errors import explain  # noqa: E402
 from verl_qwen35.config.patch import link_patch  # noqa: E402
+from verl_qwen35.config.schema import ACTOR, REF  # noqa: E402
 from verl_qwen35.run.job import problems  # noqa: E402  (the dry run's own verdict: fast rules, then full)
 from verl_qwen35.run.resolved import build_run  # noqa: E402
 
@@ -155,7 +156,18 @@ class Interpolations(NamedTuple):
         return cls(aliases, frozenset(read))
 
     def source(self, key: str) -> str:
-        """The key a user sets to change `key`: the end of its alias chain (through aliased parent nodes too)."""
+        """The key a user sets to change `key`: the end of its alias chain (through aliased parent nodes too); for
+        a leaf right under the actor's or ref's megatron node, `megatron.<leaf>`, which reaches both sides
+        (config/patch.py link_patch): set on one side only, the parity rule refuses any value of it."""
+        key = self.aliased(key)
+        for side in (ACTOR, REF):
+            leaf = key.removeprefix(side + ".")
+            if leaf != key and "." not in leaf:
+                return self.aliased(f"megatron.{leaf}")
+        return key
+
+    def aliased(self, key: str) -> str:
+        """The end of `key`'s alias chain."""
         seen = set()
         while key not in seen:
             seen.add(key)
@@ -328,6 +340,9 @@ def judge(base: Base, target: str, keys: set[str], mode: str) -> Verdict:
     """The first hostile value of `target` that the dry run at `mode` refuses or warns about in a problem naming
     one of `keys` (the target and the keys that follow it); values of its own type first."""
     current = OmegaConf.select(base.flat, target, default=MISSING)
+    for key in sorted(keys):  # `megatron.seed`, added by the change, has the type of the keys it reaches
+        if current is MISSING:
+            current = OmegaConf.select(base.flat, key, default=MISSING)
     if OmegaConf.is_config(current):
         current = OmegaConf.to_container(current)
     same, other = hostile(None if current is MISSING else current)
