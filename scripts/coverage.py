@@ -70,6 +70,7 @@ class Reader(NamedTuple):
     cpu: bool | None
     full: str | None  # what runs it in dry_run=full; None: not run there
     why_not: str | None
+    writes: tuple[str, ...] = ()  # keys it rewrites (verl's `auto_set_device` sets trainer.device)
 
 
 class Verdict(NamedTuple):
@@ -93,16 +94,17 @@ class Row(NamedTuple):
     fast: Verdict
     full: Verdict
     reason: str  # why neither depth judges it; empty when one does
+    rewritten: tuple[str, ...] = ()  # start-up functions that rewrite it before it is used
 
 
 # ---------------------------------------------------------------------------------------------------- keys
 
 
 def load_trace(path: Path) -> dict[str, tuple[Reader, ...]]:
-    """key -> the start-up functions that read it, from the trace file (plain YAML data)."""
-    entries = yaml.safe_load(path.read_text()) or []
-    if isinstance(entries, dict):
-        entries = entries.get("functions") or entries.get("entries") or []
+    """key -> the start-up functions that read it, from the trace file (plain YAML data: a list of functions,
+    or a mapping whose `functions` is that list)."""
+    data = yaml.safe_load(path.read_text()) or []
+    entries = (data.get("functions") or []) if isinstance(data, dict) else data
     readers: dict[str, list[Reader]] = {}
     for entry in entries:
         reader = Reader(
@@ -111,10 +113,20 @@ def load_trace(path: Path) -> dict[str, tuple[Reader, ...]]:
             cpu=entry.get("cpu"),
             full=entry.get("full"),
             why_not=entry.get("why_not"),
+            writes=tuple(map(str, entry.get("writes") or ())),
         )
         for key in entry.get("keys") or ():
             readers.setdefault(str(key), []).append(reader)
     return {key: tuple(found) for key, found in sorted(readers.items())}
+
+
+def rewriters(readers: Mapping[str, Sequence[Reader]]) -> dict[str, tuple[str, ...]]:
+    """key -> the start-up functions that rewrite it (the dry run should judge it as verl will run it)."""
+    out: dict[str, set[str]] = {}
+    for reader in {r for found in readers.values() for r in found}:
+        for key in reader.writes:
+            out.setdefault(key, set()).add(reader.function)
+    return {key: tuple(sorted(names)) for key, names in out.items()}
 
 
 def leaves(tree: object, prefix: str = "") -> Iterator[tuple[str, object]]:
@@ -307,7 +319,8 @@ class Base(NamedTuple):
     def perturbed(self, target: str, value: object) -> DictConfig:
         """A copy with `target` set to `value`; raises what the typed schema raises for a wrong type."""
         cfg = deepcopy(self.flat if not self.interpolations.feeds_others(target) else self.composed)
-        OmegaConf.update(cfg, target, value, merge=False, force_add=True)
+        node = OmegaConf.is_dict(OmegaConf.select(cfg, target, default=None)) and isinstance(value, dict)
+        OmegaConf.update(cfg, target, value, merge=node, force_add=True)  # a node: an unknown key added to it
         return cfg
 
 
@@ -333,7 +346,8 @@ def innermost(err: BaseException) -> str:
         if path.is_relative_to(PACKAGE):
             ours = f"{path.relative_to(PACKAGE).as_posix()}:{tb.tb_lineno}"
         tb = tb.tb_next
-    return f"{ours} ({last})" if ours and not last.startswith(Path(ours).name + ":") else ours or last
+    same_file = ours and Path(ours.rsplit(":", 1)[0]).name == last.rsplit(":", 1)[0]
+    return ours if same_file else f"{ours} ({last})" if ours else last
 
 
 def judge(base: Base, target: str, keys: set[str], mode: str) -> Verdict:
@@ -409,7 +423,13 @@ def reason(key: str, readers: Sequence[Reader], fast: Verdict, full: Verdict) ->
     return "; ".join(said)
 
 
-def measure(base: Base, readers: Mapping[str, tuple[Reader, ...]], full: bool, progress: bool = True) -> list[Row]:
+def measure(
+    base: Base,
+    readers: Mapping[str, tuple[Reader, ...]],
+    full: bool,
+    progress: bool = True,
+    rewritten: Mapping[str, tuple[str, ...]] | None = None,
+) -> list[Row]:
     """Each key's row: keys that follow one source (aliases of `parallel.tp`, say) share its measurement."""
     rows: list[Row] = []
     targets = {key: base.interpolations.source(key) for key in readers}
@@ -429,7 +449,8 @@ def measure(base: Base, readers: Mapping[str, tuple[Reader, ...]], full: bool, p
         fast = judged(target, "dry")
         refused = fast.kind in ("value", "type")  # a warning stops nothing: the full depth still runs
         deep = Verdict("unmeasured") if not full else fast if refused else judged(target, "full")
-        rows.append(Row(key, target, found, fast, deep, reason(key, found, fast, deep)))
+        again = (rewritten or {}).get(key, ())
+        rows.append(Row(key, target, found, fast, deep, reason(key, found, fast, deep), again))
         if progress and (i % 25 == 0 or i == len(readers)):
             print(f"  {i}/{len(readers)} keys, {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
     return rows
@@ -458,12 +479,13 @@ def full_cell(row: Row) -> str:
     return fast_cell(row.full)
 
 
-def reader_cell(readers: Sequence[Reader]) -> str:
+def reader_cell(readers: Sequence[Reader], rewritten: Sequence[str]) -> str:
     if not readers:
         return "(composed config; no trace)"
     shown_ = [f"`{r.function}` ({r.where})" for r in readers[:2]]
     more = f" +{len(readers) - 2} more" if len(readers) > 2 else ""
-    return "; ".join(shown_) + more
+    again = f"; rewritten at start-up by {', '.join(code(f) for f in rewritten)}" if rewritten else ""
+    return "; ".join(shown_) + more + again
 
 
 def key_cell(row: Row) -> str:
@@ -472,7 +494,7 @@ def key_cell(row: Row) -> str:
 
 def cells(row: Row) -> list[str]:
     """The row's cells; the first three are the fast depth's (the test regenerates those)."""
-    return [key_cell(row), reader_cell(row.readers), fast_cell(row.fast), full_cell(row), row.reason]
+    return [key_cell(row), reader_cell(row.readers, row.rewritten), fast_cell(row.fast), full_cell(row), row.reason]
 
 
 def table_line(row: Row) -> str:
@@ -527,7 +549,8 @@ the dry run's own verdict function judges the config. A key counts as judged whe
 names it; "type only" means only a value of the wrong type was refused, "warns" that only a warning named it.
 The rule is the module and function of this package that made the problem, seen while it ran, and the upstream
 file that rule or its message cites. A key that verl reads from another key by interpolation is changed where a
-user sets it ("set as"). `dry_run=full` is measured for the keys the fast rules let through (for the others the
+user sets it ("set as"). A key that is a node verl reads whole gets an unknown key added to it, then null.
+`dry_run=full` is measured for the keys the fast rules let through (for the others the
 fast rules refuse first). A crash is a traceback the dry run would show the user instead of a verdict.
 
 To regenerate it after a rule, a validator or the trace changes (from a clone, with the `test` extra installed,
@@ -610,10 +633,11 @@ def main(argv: Sequence[str] | None = None) -> Summary:
             readers = {k: () for k, _ in leaves(OmegaConf.to_container(base.composed, resolve=False))}
             source = "no start-up trace found: every leaf key of the composed preset stands in"
         extra = cross_check(base.composed, readers) if readers and any(readers.values()) else []
+        rewritten = rewriters(readers)
         if args.keys:
             wanted = args.keys.split(",")
             readers = {k: readers.get(k, ()) for k in wanted}
-        rows = measure(base, readers, full=not args.fast_only)
+        rows = measure(base, readers, full=not args.fast_only, rewritten=rewritten)
     summary = Summary.of(rows)
     args.out.write_text(page(rows, source, preset, extra, not args.fast_only))
     print(summary.line(not args.fast_only))
