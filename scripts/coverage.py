@@ -553,6 +553,9 @@ user sets it ("set as"). A key that is a node verl reads whole gets an unknown k
 `dry_run=full` is measured for the keys the fast rules let through (for the others the
 fast rules refuse first). A crash is a traceback the dry run would show the user instead of a verdict.
 
+One preset is measured, one key at a time: a key that verl reads only under another setting (the KL controller
+only with `algorithm.use_kl_in_reward=true`, say) may show as not judged here though a rule judges it there.
+
 To regenerate it after a rule, a validator or the trace changes (from a clone, with the `test` extra installed,
 which brings verl, megatron-core and torch; about 10 minutes on 2 cores):
 
