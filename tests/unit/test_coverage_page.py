@@ -46,10 +46,17 @@ def sample(rows: dict[str, list[str]]) -> list[str]:
     return sorted(chosen.values())
 
 
+def skip_without_the_trace(text: str) -> None:
+    """A page measured on the start-up trace can be checked only where the trace is."""
+    if "`verl_qwen35/data/startup_trace.yaml`" in text and not SCRIPT["TRACE"].is_file():
+        pytest.skip("the page was measured on verl_qwen35/data/startup_trace.yaml, which this tree lacks")
+
+
 def test_the_page_lists_every_traced_key_and_says_how_to_regenerate_it():
     text = PAGE.read_text()
     assert "python scripts/coverage.py" in text and "do not edit by hand" in text
     assert re.search(r"\*\*coverage: \d+ keys; fast \d+ \([\d.]+%", text), "the summary line"
+    skip_without_the_trace(text)
     trace = SCRIPT["TRACE"]
     if trace.is_file():
         assert set(page_rows()) == set(SCRIPT["load_trace"](trace)), "regenerate: python scripts/coverage.py"
@@ -60,12 +67,9 @@ def test_the_page_lists_every_traced_key_and_says_how_to_regenerate_it():
 
 
 def test_the_script_measures_sampled_rows_as_the_page_has_them_and_prints_its_summary(tmp_path, capsys):
-    """One run of the script on a sample of the page's keys (one composition): its rows are the page's rows,
-    and it prints the summary line."""
+    """One run of the script on a sample of the page's keys (one composition): it prints the summary line, and
+    its rows are the page's rows wherever the page can be checked (the same verl, the trace in the tree)."""
     text = PAGE.read_text()
-    verl = re.search(r"verl\s+(\S+)\. How it is measured", text)
-    if verl is None or verl.group(1) != md.version("verl"):
-        pytest.skip("the page was measured on another verl")
     assert f"Measured on `{' '.join(SCRIPT['PRESET'])}`" in text
     rows = page_rows()
     keys = sample(rows)
@@ -73,7 +77,12 @@ def test_the_script_measures_sampled_rows_as_the_page_has_them_and_prints_its_su
     summary = SCRIPT["main"](["--fast-only", "--keys", ",".join(keys), "--out", str(out)])
     printed = capsys.readouterr().out
     n = len(keys)
-    assert summary.keys == n and summary.fast == sum(fast_kind(rows[k][2]) != "none" for k in keys)
+    assert summary.keys == n
     assert re.search(rf"coverage: {n} keys; fast \d+ \([\d.]+%, [\d.]+% beyond the type\); full not measured", printed)
+    verl = re.search(r"verl\s+(\S+)\. How it is measured", text)
+    if verl is None or verl.group(1) != md.version("verl"):
+        pytest.skip("the page was measured on another verl")
+    skip_without_the_trace(text)
     again = {k: cells[:3] for k, cells in page_rows_of(out.read_text()).items()}
     assert again == {k: rows[k][:3] for k in keys}, "regenerate docs/coverage.md: python scripts/coverage.py"
+    assert summary.fast == sum(fast_kind(rows[k][2]) != "none" for k in keys)
