@@ -55,6 +55,7 @@ NOT_RUN = {
     ".venv-verl0.8/bin/python scripts/golden.py": "needs the verl 0.8 venv; rewrites golden/",
     ".venv-verl0.9/bin/python scripts/benchmark.py": "minutes of timing; prints figures, asserts nothing",
     "python scripts/benchmark.py": "minutes of timing; prints figures, asserts nothing",
+    "python scripts/coverage.py": "~10 minutes of measuring; tests/unit/test_coverage_page.py runs it on a sample",
     "ruff": "the lint scripts/test.sh runs first",
     "mkdocs": "the docs extra (mkdocs) is not in the test environment",
     "ray start": "starts a Ray cluster (the examples never start Ray)",
