@@ -191,13 +191,22 @@ def test_a_missing_section_is_the_whole_verdict():
 
 
 def test_the_engines_sequence_parallel_reaches_the_transformer_rules():
-    """megatron.sequence_parallel (tp > 1) with distribute_saved_activations: refused by TransformerConfig."""
+    """megatron.sequence_parallel (tp > 1) with distribute_saved_activations: refused by TransformerConfig. Through
+    Megatron-Bridge (vanilla_mbridge=false) verl passes the engine's flag on; mbridge sets sequence_parallel from
+    TP alone (mbridge/core/llm_bridge.py), so with it the flag changes nothing."""
     key = f"{OTC}.distribute_saved_activations"
-    sp_on = _cfg("35b_gpu", ["+megatron.sequence_parallel=true", f"+{key}=true"])
-    sp_off = _cfg("35b_gpu", ["+megatron.sequence_parallel=false", f"+{key}=true"])
     refusal = "=true cannot be used with sequence_parallel"
-    assert [p.message for p in preflight(sp_on, machine_missing="warning") if key in p.keys] == [refusal]
-    assert [p.message for p in preflight(sp_off, machine_missing="warning") if key in p.keys] == []
+
+    def said(*overrides: str) -> list[str]:
+        cfg = _cfg("35b_gpu", [*overrides, f"+{key}=true"])
+        return [p.message for p in preflight(cfg, machine_missing="warning") if key in p.keys]
+
+    bridge = "megatron.vanilla_mbridge=false"
+    on = said(bridge, "+megatron.sequence_parallel=true")
+    assert len(on) == 1 and on[0].startswith(refusal) and "transformer_impl.py" in on[0]
+    assert said(bridge, "+megatron.sequence_parallel=false") == []
+    mbridge = said("+megatron.sequence_parallel=false")
+    assert len(mbridge) == 1 and mbridge[0].startswith(refusal) and "mbridge" in mbridge[0]
 
 
 def test_a_bad_pipeline_split_is_reported_once():

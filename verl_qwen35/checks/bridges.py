@@ -149,11 +149,13 @@ def bridge_problems(otc: Mapping[str, Any], arch: Any, lo: Layout, bridge: Bridg
             found.append(error(keys, said))
     for limit in bridge.table.get("layout_limits", []):
         if limit["rule"] == "tp_le_query_groups" and lo.tp > arch.num_key_value_heads:
+            message = " ".join(limit["message"].split())
             found.append(
-                error(
-                    "parallel.tp",
-                    f"={lo.tp}: {limit['message']} ({arch.num_key_value_heads} for {arch.name}; {limit['source']}); "
-                    f"use parallel.tp <= {arch.num_key_value_heads}",
+                Problem(
+                    limit.get("level", "error"),
+                    ("parallel.tp",),
+                    f"={lo.tp}: {message} ({arch.num_key_value_heads} for {arch.name}; {limit['source']}); "
+                    f"with such a Megatron-Bridge use parallel.tp <= {arch.num_key_value_heads}",
                 )
             )
     return found
