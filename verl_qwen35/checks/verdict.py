@@ -34,9 +34,9 @@ from verl_qwen35.checks.tracking import tracking_problems
 from verl_qwen35.checks.trainer import trainer_problems
 from verl_qwen35.checks.transformer import mtp_layers_built, mtp_problems, transformer_problems, type_problems
 from verl_qwen35.checks.values import value_problems
+from verl_qwen35.checks.verl_dataclasses import unknown_field_problems
 from verl_qwen35.checks.verl_names import name_problems
 from verl_qwen35.checks.verl_settings import verl_setting_problems
-from verl_qwen35.checks.verl_dataclasses import unknown_field_problems
 from verl_qwen35.checks.verl_types import verl_type_problems
 from verl_qwen35.checks.vllm import vllm_problems
 from verl_qwen35.checks.waste import waste_problems
