@@ -21,6 +21,8 @@ def test_a_null_section_is_refused_naming_it(key):
 
 
 def test_trainer_v1_null_is_refused_where_verl_has_it():
+    if "v1" not in compose(["model=35b", "device=gpu"]).trainer:
+        pytest.skip("this verl (0.8) has no trainer.v1")
     cfg = compose(["model=35b", "device=gpu", "trainer.v1=null"])
     assert ("trainer.v1",) in [p.keys for p in preflight(cfg, machine_missing="warning")]
 
