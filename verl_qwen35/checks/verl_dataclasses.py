@@ -47,9 +47,10 @@ def built_sections(cfg: DictConfig) -> dict[str, str]:
     return {key: line for key, line in BUILT.items() if key not in skipped}
 
 
-def _unknown(node: DictConfig, path: str, fields: dict[str, list[str]], where: str, allowed: set[str]) -> list[Problem]:
-    """The keys of this node, and of every nested `_target_` node, that their dataclass lacks. A node that
-    is an interpolation of another (`rollout.mtp: ${actor_rollout_ref.model.mtp}`) is judged where it is set."""
+def _unknown(node: dict, path: str, fields: dict[str, list[str]], where: str, allowed: set[str]) -> list[Problem]:
+    """The keys of this node (unresolved), and of every nested `_target_` node, that their dataclass lacks. A
+    node that is an interpolation of another (`rollout.mtp: ${actor_rollout_ref.model.mtp}`) is a text here:
+    it is judged where it is set."""
     found: list[Problem] = []
     target = node.get("_target_")
     known = fields.get(target) if isinstance(target, str) else None
@@ -57,18 +58,17 @@ def _unknown(node: DictConfig, path: str, fields: dict[str, list[str]], where: s
         for key in sorted(set(map(str, node)) - set(known) - {"_target_"} - allowed):
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"; did you mean {path}.{close[0]}?" if close else ""
-            shown = OmegaConf.to_container(node[key], resolve=True) if OmegaConf.is_config(node[key]) else node[key]
             found.append(
                 error(
                     f"{path}.{key}",
-                    f"={shown!r}: verl builds {path} as {target.rpartition('.')[2]} ({where}, {BUILD}: Hydra's "
+                    f"={node[key]!r}: verl builds {path} as {target.rpartition('.')[2]} ({where}, {BUILD}: Hydra's "
                     f'instantiate), which has no field `{key}`, so the workers stop at start-up with "unexpected '
                     f"keyword argument '{key}'\". Remove the key{hint}",
                 )
             )
-    for key in node:
-        if OmegaConf.is_dict(node[key]) and not OmegaConf.is_interpolation(node, key):
-            found += _unknown(node[key], f"{path}.{key}", fields, where, set())
+    for key, value in node.items():
+        if isinstance(value, dict):
+            found += _unknown(value, f"{path}.{key}", fields, where, set())
     return found
 
 
@@ -80,5 +80,5 @@ def unknown_field_problems(cfg: DictConfig) -> list[Problem]:
         node = OmegaConf.select(cfg, section, default=None)
         if OmegaConf.is_dict(node):
             allowed = set(REF_RENAMES) if section == "actor_rollout_ref.ref" else set()
-            found += _unknown(node, section, fields, where, allowed)
+            found += _unknown(OmegaConf.to_container(node, resolve=False), section, fields, where, allowed)
     return found
