@@ -18,10 +18,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from verl_qwen35.data import UPSTREAM_DIR  # noqa: E402
-from verl_qwen35.validators.verl_fields import live_fields  # noqa: E402
+from verl_qwen35.validators.verl_fields import live_dataclass_fields, live_fields  # noqa: E402
 from verl_qwen35.validators.verl_names import live_names  # noqa: E402
 
-COMPARED = ("fields", "names")
+COMPARED = ("fields", "names", "dataclass_fields")
 
 
 def describe() -> dict:
@@ -32,11 +32,13 @@ def describe() -> dict:
         "verl": version("verl"),
         "megatron_core": version("megatron-core"),
         "source": "fields: verl/trainer/config/_generated_ppo_megatron_trainer.yaml and the dataclasses its "
-        "_target_ entries name (verl/workers/config/*.py, verl/trainer/config/*.py); names: verl's registries "
+        "_target_ entries name (verl/workers/config/*.py, verl/trainer/config/*.py); dataclass_fields: the "
+        "field names of those dataclasses; names: verl's registries "
         "and megatron-core's optimizer and scheduler (verl_qwen35/validators/verl_names.py)",
         "generated_by": "scripts/verl_fields.py",
         "fields": live_fields(),
         "names": names,
+        "dataclass_fields": live_dataclass_fields(),
     }
 
 

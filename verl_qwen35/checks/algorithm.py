@@ -127,5 +127,26 @@ def kl_controller_problems(cfg: DictConfig) -> list[Problem]:
     return []
 
 
+# verl/trainer/ppo/core_algos.py:2285-2295 (0.9.1; :2223-2233 in 0.8.0) compute_pf_ppo_reweight_data's
+# compute_weights: any other method is a ValueError, raised in compute_advantage on the first step
+# (verl/trainer/ppo/ray_trainer.py:229-233) when algorithm.use_pf_ppo is on.
+PF_PPO_METHODS = ("pow", "max_min", "max_random")
+
+
+def pf_ppo_problems(cfg: DictConfig) -> list[Problem]:
+    if not cfg.algorithm.get("use_pf_ppo"):
+        return []
+    method = OmegaConf.select(cfg, f"{ALGO}.pf_ppo.reweight_method", default=None)
+    if method in PF_PPO_METHODS:
+        return []
+    return [
+        error(
+            f"{ALGO}.pf_ppo.reweight_method",
+            f"={method!r} with use_pf_ppo=true: verl's compute_pf_ppo_reweight_data (verl/trainer/ppo/core_algos.py) "
+            f"raises ValueError on the first step; use one of {list(PF_PPO_METHODS)}",
+        )
+    ]
+
+
 def algorithm_problems(cfg: DictConfig) -> list[Problem]:
-    return estimator_problems(cfg) + policy_loss_problems(cfg) + kl_controller_problems(cfg)
+    return estimator_problems(cfg) + policy_loss_problems(cfg) + kl_controller_problems(cfg) + pf_ppo_problems(cfg)

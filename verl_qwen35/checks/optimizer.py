@@ -32,7 +32,8 @@ def optimizer_arguments(cfg: DictConfig) -> dict:
     }
     if dtype in ("float16", "fp16") or optim.get("use_precision_aware_optimizer"):
         args["use_precision_aware_optimizer"] = True
-    args.update(OmegaConf.to_container(optim.get("override_optimizer_config") or {}, resolve=True))
+    if override := optim.get("override_optimizer_config"):
+        args.update(OmegaConf.to_container(override, resolve=True))
     return args
 
 

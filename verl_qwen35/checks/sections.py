@@ -3,17 +3,17 @@
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Problem, error
-from verl_qwen35.config.sections import SECTIONS
+from verl_qwen35.config.sections import SECTIONS, WHEN_PRESENT
 
 
 def structure_problems(cfg: DictConfig) -> list[Problem]:
     """One error per section that is missing or not a mapping (its parent's error covers its children)."""
     found: list[Problem] = []
-    for key in SECTIONS:
+    for key in (*SECTIONS, *WHEN_PRESENT):
         if any(key.startswith(f"{p.keys[0]}.") for p in found):
             continue
         node = OmegaConf.select(cfg, key, default="<absent>")
-        if not OmegaConf.is_dict(node):
+        if not OmegaConf.is_dict(node) and not (key in WHEN_PRESENT and node == "<absent>"):
             shown = "absent" if node == "<absent>" else f"{key}={node!r}"
             found.append(
                 error(

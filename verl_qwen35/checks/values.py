@@ -34,6 +34,9 @@ LOWEST: dict[str, int] = {
     f"{ARR}.rollout.pipeline_model_parallel_size": 1,
     f"{ARR}.rollout.expert_parallel_size": 1,
     "data.train_batch_size": 1,
+    # torch's BatchSampler refuses a batch size below 1 (StatefulDataLoader, verl/trainer/ppo/ray_trainer.py:414-420);
+    # verl 0.9's v1 trainer reads 0 as "the whole set" (v1/trainer_base.py:754), so 0 is left to verl there
+    "data.val_batch_size": 0,
     "data.max_prompt_length": 1,
     "data.max_response_length": 1,
     f"{ARR}.rollout.n": 1,
@@ -64,6 +67,7 @@ UNTYPED = {
     f"{ARR}.ref.log_prob_micro_batch_size": ["int", "null"],
     f"{ARR}.ref.log_prob_max_token_len_per_gpu": ["int"],
     f"{ARR}.rollout.engine_kwargs.vllm.max_model_len": ["int", "null"],
+    "data.val_batch_size": ["int", "null"],
 }
 _PARALLEL = {
     f"parallel.{f.name}": ["int", "null"] if type(None) in get_args(f.type) else ["int"] for f in fields(Parallel)

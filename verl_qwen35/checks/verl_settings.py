@@ -17,6 +17,11 @@ ROUTER_REPLAY_MODES = ("disabled", "R2", "R3")
 # backend selected by `vanilla_mbridge=True` is deprecated and will be removed in a future release. Use
 # Megatron-Bridge by setting `vanilla_mbridge=False` or removing the option." since verl PR #6951 (in 0.9.0).
 VANILLA_MBRIDGE_DEPRECATED = Version("0.9.0")
+# verl/workers/rollout/vllm_rollout/utils.py:88-98 get_vllm_max_lora_rank (0.9.1; :68 in 0.8.0), called by
+# validate_config (verl/utils/config.py:205-215) for a vLLM rollout: the largest of vLLM's MaxLoRARanks, else of
+# verl's own fallback list (1 .. 512). tests/unit/test_verl_lora_rank_agrees.py runs verl's function.
+MAX_VLLM_LORA_RANK = 512
+LORA = "actor_rollout_ref.model.lora"
 
 
 def deprecation_notes(cfg: DictConfig) -> list[str]:
@@ -62,6 +67,7 @@ def verl_setting_problems(cfg: DictConfig) -> list[Problem]:
                 "=R2 records routes while recomputing old log-probs, which bypass_mode skips; set bypass_mode=false",
             )
         )
+    found += lora_rank_problems(cfg)
     megatron = cfg.actor_rollout_ref.actor.megatron
     limit = megatron.get("max_seqlen_per_dp_cp_rank")
     if megatron.get("dynamic_context_parallel") and (
@@ -91,3 +97,28 @@ def _exclusive_micro_batches(cfg: DictConfig) -> list[Problem]:
                 )
             )
     return found
+
+
+def lora_rank_problems(cfg: DictConfig) -> list[Problem]:
+    """verl/utils/config.py:205-215 validate_config: `model.lora` is read as a mapping; the LoRA rank it gives (or
+    `model.lora_rank`; none when merged) must not exceed vLLM's largest LoRA rank for a vLLM rollout."""
+    lora = OmegaConf.select(cfg, LORA, default={})
+    if not OmegaConf.is_dict(lora) and lora != {}:
+        return [error(LORA, f"={lora!r}: verl's validate_config reads keys inside it; set {LORA}.KEY=VALUE instead")]
+    rank, key = lora.get("rank", 0), f"{LORA}.rank"
+    if not isinstance(rank, int) or rank <= 0:
+        rank, key = (
+            OmegaConf.select(cfg, "actor_rollout_ref.model.lora_rank", default=0),
+            "actor_rollout_ref.model.lora_rank",
+        )
+    if lora.get("merge", False) or isinstance(rank, bool) or not isinstance(rank, int) or rank <= 0:
+        return []
+    if OmegaConf.select(cfg, "actor_rollout_ref.rollout.name") == "vllm" and rank > MAX_VLLM_LORA_RANK:
+        return [
+            error(
+                key,
+                f"={rank}: vLLM serves LoRA ranks up to {MAX_VLLM_LORA_RANK}; verl's validate_config "
+                "refuses more (verl/workers/rollout/vllm_rollout/utils.py get_vllm_max_lora_rank)",
+            )
+        ]
+    return []

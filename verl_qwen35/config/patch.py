@@ -23,9 +23,9 @@ def link_patch(cfg: DictConfig) -> list[str]:
     the YAML anchor in conf/config.yaml names a fixed set of keys, this carries any other one (one
     place, as for the anchored keys). A key whose two sides already disagree is left alone for
     `parity_errors` to report. Returns the keys linked here."""
-    if "megatron" not in cfg:
-        return []
-    actor, ref = (OmegaConf.select(cfg, side) for side in (ACTOR, REF))
+    actor, ref = (OmegaConf.select(cfg, side, default=None) for side in (ACTOR, REF))
+    if not (OmegaConf.is_dict(cfg.get("megatron")) and OmegaConf.is_dict(actor) and OmegaConf.is_dict(ref)):
+        return []  # a side set to null: checks/sections.py structure_problems names it
     raw = {side: OmegaConf.to_container(node, resolve=False) for side, node in ((ACTOR, actor), (REF, ref))}
     linked = []
     for key in cfg.megatron:

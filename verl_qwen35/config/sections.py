@@ -13,6 +13,7 @@ SECTIONS = (
     "actor_rollout_ref.model",
     "actor_rollout_ref.actor",
     "actor_rollout_ref.actor.megatron",
+    "actor_rollout_ref.actor.optim",
     "actor_rollout_ref.ref",
     "actor_rollout_ref.ref.megatron",
     "actor_rollout_ref.rollout",
@@ -28,4 +29,6 @@ SECTIONS = (
     "ray_kwargs.ray_init",
     "ray_kwargs.ray_init.runtime_env",
 )
+# Sections only some verl versions have (trainer.v1: verl 0.9); null there is refused, absence is not.
+WHEN_PRESENT = ("trainer.v1",)
 TOP_LEVEL = tuple(s for s in SECTIONS if "." not in s)

@@ -113,6 +113,23 @@ def live_fields() -> dict[str, dict]:
     return dict(sorted(out.items()))
 
 
+def _targets(node: Any, out: set[str]) -> None:
+    if isinstance(node, dict):
+        if isinstance(node.get("_target_"), str):
+            out.add(node["_target_"])
+        for value in node.values():
+            _targets(value, out)
+
+
+def live_dataclass_fields() -> dict[str, list[str]]:
+    """Each dataclass a `_target_` of verl's trainer config names -> its field names: the keys Hydra's
+    `instantiate` (verl/utils/config.py omega_conf_to_dataclass) may pass it; any other key is refused."""
+    names: set[str] = set()
+    _targets(load_mapping(verl_config_dir() / BASE), names)
+    found = {name: _target(name) for name in sorted(names)}
+    return {name: sorted(f.name for f in dataclasses.fields(cls)) for name, cls in found.items() if cls}
+
+
 def real_type_problems(cfg: DictConfig) -> list[Problem]:
     """The fast rule, judged with the field list of the verl installed here (not the shipped snapshot)."""
     return type_problems(cfg, live_fields())

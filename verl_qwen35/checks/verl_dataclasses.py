@@ -1,0 +1,84 @@
+"""A key verl's config dataclasses do not have: `+actor_rollout_ref.actor.checkpoint.zzz=1`.
+
+verl builds the actor, ref, rollout and model sections (and the critic's, when it trains one) into its
+config dataclasses at start-up with `omega_conf_to_dataclass` (verl/utils/config.py:50 in 0.9.1, :43 in
+0.8.0): Hydra's `instantiate`, which calls each `_target_` dataclass, nested ones included, with the
+node's keys as keyword arguments; a key the dataclass has no field for is a TypeError ("unexpected
+keyword argument") on the workers, after Ray and the models have started. The field names of every
+dataclass a `_target_` of verl's trainer config names ship per verl minor (`dataclass_fields` in
+`verl_qwen35/data/upstream/verl_<minor>.json`, `scripts/verl_fields.py`), so no verl import is needed.
+"""
+
+import difflib
+
+from omegaconf import DictConfig, OmegaConf
+
+from verl_qwen35.checks.algorithm import needs_critic
+from verl_qwen35.checks.batches import uses_reference
+from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.checks.verl_types import shipped_verl_data
+
+BUILD = "verl/utils/config.py:50 omega_conf_to_dataclass"
+# The section -> where verl 0.9.1 builds it at start-up; the ref and critic only when the run has them.
+BUILT = {
+    "actor_rollout_ref.model": "verl/workers/engine_workers.py:540",
+    "actor_rollout_ref.actor": "verl/workers/engine_workers.py:593",
+    "actor_rollout_ref.ref": "verl/workers/engine_workers.py:553",
+    "actor_rollout_ref.rollout": "verl/workers/engine_workers.py:651",
+    "critic": "verl/trainer/ppo/ray_trainer.py:803",
+}
+# verl's engine worker pops these ref keys (renaming them to the actor's) before building the ref
+# (verl/workers/engine_workers.py:545-551); validators/verl_ref.py does the same on a copy.
+REF_RENAMES = {
+    "log_prob_micro_batch_size": "ppo_micro_batch_size",
+    "log_prob_micro_batch_size_per_gpu": "ppo_micro_batch_size_per_gpu",
+    "log_prob_use_dynamic_bsz": "use_dynamic_bsz",
+    "log_prob_max_token_len_per_gpu": "ppo_max_token_len_per_gpu",
+}
+
+
+def built_sections(cfg: DictConfig) -> dict[str, str]:
+    """The sections verl builds into dataclasses for this run, with the line that builds each."""
+    skipped = set()
+    if not uses_reference(cfg):
+        skipped.add("actor_rollout_ref.ref")
+    if not needs_critic(cfg):
+        skipped.add("critic")
+    return {key: line for key, line in BUILT.items() if key not in skipped}
+
+
+def _unknown(node: dict, path: str, fields: dict[str, list[str]], where: str, allowed: set[str]) -> list[Problem]:
+    """The keys of this node (unresolved), and of every nested `_target_` node, that their dataclass lacks. A
+    node that is an interpolation of another (`rollout.mtp: ${actor_rollout_ref.model.mtp}`) is a text here:
+    it is judged where it is set."""
+    found: list[Problem] = []
+    target = node.get("_target_")
+    known = fields.get(target) if isinstance(target, str) else None
+    if known is not None:
+        for key in sorted(set(map(str, node)) - set(known) - {"_target_"} - allowed):
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"; did you mean {path}.{close[0]}?" if close else ""
+            found.append(
+                error(
+                    f"{path}.{key}",
+                    f"={node[key]!r}: verl builds {path} as {target.rpartition('.')[2]} ({where}, {BUILD}: Hydra's "
+                    f'instantiate), which has no field `{key}`, so the workers stop at start-up with "unexpected '
+                    f"keyword argument '{key}'\". Remove the key{hint}",
+                )
+            )
+    for key, value in node.items():
+        if isinstance(value, dict):
+            found += _unknown(value, f"{path}.{key}", fields, where, set())
+    return found
+
+
+def unknown_field_problems(cfg: DictConfig) -> list[Problem]:
+    """One error per key, in a section verl builds at start-up, that verl's dataclass for it does not have."""
+    fields = shipped_verl_data().get("dataclass_fields", {})
+    found: list[Problem] = []
+    for section, where in built_sections(cfg).items():
+        node = OmegaConf.select(cfg, section, default=None)
+        if OmegaConf.is_dict(node):
+            allowed = set(REF_RENAMES) if section == "actor_rollout_ref.ref" else set()
+            found += _unknown(OmegaConf.to_container(node, resolve=False), section, fields, where, allowed)
+    return found
