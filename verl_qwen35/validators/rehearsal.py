@@ -21,8 +21,6 @@ import inspect
 import math
 import os
 import re
-import traceback
-import warnings
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -31,6 +29,7 @@ from verl_qwen35.checks.algorithm import advantage_inputs, gdpo_keys
 from verl_qwen35.checks.problem import Problem, error, warning
 from verl_qwen35.checks.schedule import OPTIM, Steps, train_rows, training_steps
 from verl_qwen35.checks.tracking import backends
+from verl_qwen35.validators.calling import quietly, said
 from verl_qwen35.validators.startup import startup_rehearsal
 from verl_qwen35.validators.trainer_init import trainer_init_problems
 
@@ -84,22 +83,6 @@ _OPTIMIZER_WORDS = [
 MAX_STEPS = 200_000  # a schedule longer than this is stepped only this far (a fraction of a second)
 
 
-def _said(err: BaseException) -> str:
-    """The exception, and for a bare assert its source line (megatron-core's asserts carry no message)."""
-    text = f"{type(err).__name__}: {err}".rstrip(": ")
-    if isinstance(err, AssertionError) and not str(err):
-        frames = traceback.extract_tb(err.__traceback__)
-        if frames and frames[-1].line:
-            text = f"AssertionError: {frames[-1].line}"
-    return text
-
-
-def _quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
-
-
 def fake_batch(cfg: DictConfig) -> tuple[Any, Any]:
     """(DataProto for compute_advantage, the tensors ppo_loss reads): 2 prompts x n samples, 4 tokens each."""
     import numpy as np
@@ -148,15 +131,15 @@ def advantage_problems(cfg: DictConfig, data: Any) -> tuple[list[Problem], Any]:
             kl_ctrl = core_algos.get_kl_controller(algo.kl_ctrl)
         except Exception as err:  # AssertionError (horizon), NotImplementedError (type)
             key = f"{ALGO}.kl_ctrl.horizon" if "horizon" in str(err) else f"{ALGO}.kl_ctrl.type"
-            return [error(key, f"verl's get_kl_controller refused it: {_said(err)}")], None
+            return [error(key, f"verl's get_kl_controller refused it: {said(err)}")], None
         try:
             data, _ = apply_kl_penalty(data, kl_ctrl=kl_ctrl, kl_penalty=algo.kl_penalty)
         except Exception as err:  # NotImplementedError for a penalty kl_penalty lacks
-            return [error(f"{ALGO}.kl_penalty", f"verl's kl_penalty refused it: {_said(err)}")], None
+            return [error(f"{ALGO}.kl_penalty", f"verl's kl_penalty refused it: {said(err)}")], None
     else:
         data.batch["token_level_rewards"] = data.batch["token_level_scores"]
     try:
-        data = _quiet(
+        data = quietly(
             compute_advantage,
             data,
             adv_estimator=algo.adv_estimator,
@@ -172,7 +155,7 @@ def advantage_problems(cfg: DictConfig, data: Any) -> tuple[list[Problem], Any]:
             keys = (f"{ALGO}.gdpo_reward_keys",)
         elif "sum_pi_squared" in str(err):
             keys = (f"{ALGO}.adv_estimator", f"{ACTOR}.calculate_sum_pi_squared")
-        return [error(keys, f"verl's compute_advantage refused it on a fake batch: {_said(err)}")], None
+        return [error(keys, f"verl's compute_advantage refused it on a fake batch: {said(err)}")], None
     advantages = data.batch["advantages"]
     if not torch.isfinite(advantages).all():
         keys = (f"{ALGO}.adv_estimator", f"{ALGO}.gamma", f"{ALGO}.lam")
@@ -191,7 +174,7 @@ def loss_problems(cfg: DictConfig, advantages: Any, data: Any, shapes: tuple[Any
     if OmegaConf.select(cfg, f"{ALGO}.rollout_correction.bypass_mode", default=False):
         print("rehearsal  policy loss not rehearsed: rollout_correction.bypass_mode rewrites it at run time")
         return []
-    actor = _quiet(omega_conf_to_dataclass, cfg.actor_rollout_ref.actor)
+    actor = quietly(omega_conf_to_dataclass, cfg.actor_rollout_ref.actor)
     prompts, responses = shapes
     mask = data.batch["response_mask"]
     size = mask.shape[0]
@@ -214,13 +197,15 @@ def loss_problems(cfg: DictConfig, advantages: Any, data: Any, shapes: tuple[Any
     if actor.entropy_coeff:
         output["entropy"] = torch.rand(tokens, generator=gen)
     try:
-        loss, _ = _quiet(ppo_loss, actor, output, batch)
+        loss, _ = quietly(ppo_loss, actor, output, batch)
     except NotImplementedError as err:
-        return [error(f"{ACTOR}.kl_loss_type", f"verl's kl_penalty does not implement it: {_said(err)}")]
+        return [error(f"{ACTOR}.kl_loss_type", f"verl's kl_penalty does not implement it: {said(err)}")]
     except Exception as err:  # AssertionError / ValueError of the policy loss or the aggregation
-        said = _said(err)
-        keys = next((k for pattern, k in _LOSS_KEYS if re.search(pattern, said)), (f"{ACTOR}.policy_loss.loss_mode",))
-        return [error(keys, f"verl's ppo_loss refused it on a fake batch: {said}")]
+        message = said(err)
+        keys = next(
+            (k for pattern, k in _LOSS_KEYS if re.search(pattern, message)), (f"{ACTOR}.policy_loss.loss_mode",)
+        )
+        return [error(keys, f"verl's ppo_loss refused it on a fake batch: {message}")]
     if not torch.isfinite(loss).all():
         return [error(f"{ACTOR}.policy_loss", "verl's ppo_loss gives a non-finite loss on a fake batch")]
     return []
@@ -246,7 +231,7 @@ def _optimizer_config(cfg: DictConfig, optim: Any) -> Any:
     kwargs["fp16"] = dtype == torch.float16
     if "bf16" in inspect.signature(init_megatron_optim_config).parameters:  # verl 0.9 has it, 0.8 does not
         kwargs["bf16"] = dtype == torch.bfloat16
-    return _quiet(init_megatron_optim_config, optim, **kwargs)
+    return quietly(init_megatron_optim_config, optim, **kwargs)
 
 
 def _machine_matter(message: str) -> bool:
@@ -275,15 +260,15 @@ def optimizer_rehearsal(cfg: DictConfig, steps: Steps) -> list[Problem]:
         with open_dict(node):
             node.total_training_steps = steps.optimizer  # what verl's trainer writes before the workers start
     try:
-        optim = _quiet(omega_conf_to_dataclass, node)
+        optim = quietly(omega_conf_to_dataclass, node)
     except Exception as err:  # verl's McoreOptimizerConfig.__post_init__
-        return [error(OPTIM, f"verl's optimizer config refused it: {_said(err)}")]
+        return [error(OPTIM, f"verl's optimizer config refused it: {said(err)}")]
     try:
         _optimizer_config(cfg, optim)
     except Exception as err:  # TypeError for an unknown field, AssertionError/ValueError from __post_init__
-        said = _said(err)
-        if not _machine_matter(said):
-            return [_optimizer_refusal(node, said)]
+        message = said(err)
+        if not _machine_matter(message):
+            return [_optimizer_refusal(node, message)]
         # megatron-core asks transformer-engine's version after its config asserts: the rest is the cluster's
         print("rehearsal  OptimizerConfig: its transformer-engine checks are left to the cluster (not installed here)")
     if steps.optimizer is None and node.get("lr_decay_steps") is None:
@@ -291,7 +276,7 @@ def optimizer_rehearsal(cfg: DictConfig, steps: Steps) -> list[Problem]:
         return []
     holder = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=optim.lr)
     try:
-        scheduler = _quiet(get_megatron_optimizer_param_scheduler, holder, optim)
+        scheduler = quietly(get_megatron_optimizer_param_scheduler, holder, optim)
         for _ in range(min(steps.optimizer or 0, MAX_STEPS)):
             scheduler.step(1)
             lr = holder.param_groups[0]["lr"]
@@ -299,10 +284,10 @@ def optimizer_rehearsal(cfg: DictConfig, steps: Steps) -> list[Problem]:
                 keys = (f"{OPTIM}.lr_decay_style", f"{OPTIM}.lr_wsd_decay_steps", f"{OPTIM}.lr_decay_steps")
                 return [error(keys, f"the LR schedule reaches lr={lr} at step {scheduler.num_steps}")]
     except Exception as err:  # megatron-core asserts
-        said = _said(err)
-        named = [keys for name, keys in _SCHEDULER_KEYS.items() if re.search(rf"\b{name}\b", said)]
+        message = said(err)
+        named = [keys for name, keys in _SCHEDULER_KEYS.items() if re.search(rf"\b{name}\b", message)]
         keys = tuple(dict.fromkeys(k for group in named for k in group)) or (OPTIM,)
-        return [error(keys, f"megatron-core's OptimizerParamScheduler refused it ({steps.optimizer} steps): {said}")]
+        return [error(keys, f"megatron-core's OptimizerParamScheduler refused it ({steps.optimizer} steps): {message}")]
     return []
 
 

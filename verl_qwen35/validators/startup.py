@@ -19,10 +19,7 @@ Not rehearsed: the tokenizer and weights, Ray, the workers and engines, the roll
 import ast
 import importlib.util
 import inspect
-import io
 import tempfile
-import warnings
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -36,22 +33,7 @@ from verl_qwen35.checks.startup import (
     checkpoint_problems,
     reward_function_key,
 )
-
-
-def _said(err: BaseException) -> str:
-    return f"{type(err).__name__}: {err}".rstrip(": ")
-
-
-def _quiet(fn, *args, **kwargs):
-    """verl's start-up code prints its progress (dataset sizes, progress bars): not this command's output."""
-    with warnings.catch_warnings(), redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
-
-
-def _plain(cfg: DictConfig) -> DictConfig:
-    """A resolved, writable copy: verl's start-up resolves the config and writes into it."""
-    return OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+from verl_qwen35.validators.calling import plain_copy, quietly, said
 
 
 def sample_files(cfg: DictConfig, folder: Path) -> tuple[str, str]:
@@ -80,7 +62,7 @@ def data_problems(cfg: DictConfig) -> tuple[list[Problem], int | None]:
         from verl.trainer.main_ppo import create_rl_dataset, create_rl_sampler  # verl 0.8.0
     from verl.utils.dataset.rl_dataset import collate_fn, get_dataset_class
 
-    data = _plain(cfg).data
+    data = plain_copy(cfg).data
     with open_dict(data):
         data.filter_overlong_prompts = False  # needs the tokenizer, which needs the weights
     have = parquet_rows(data.train_files) is not None and parquet_rows(data.val_files) is not None
@@ -89,15 +71,15 @@ def data_problems(cfg: DictConfig) -> tuple[list[Problem], int | None]:
         with open_dict(data):
             data.cache_dir = folder  # verl copies remote files there
         try:
-            _quiet(get_dataset_class, data)
+            quietly(get_dataset_class, data)
         except Exception as err:
-            return [error("data.custom_cls.path", f"verl's get_dataset_class refused it: {_said(err)}")], None
+            return [error("data.custom_cls.path", f"verl's get_dataset_class refused it: {said(err)}")], None
         made = {}
         for key, files, train in (("data.train_files", train_files, True), ("data.val_files", val_files, False)):
             try:
-                made[key] = _quiet(create_rl_dataset, files, data, None, None, is_train=train)
+                made[key] = quietly(create_rl_dataset, files, data, None, None, is_train=train)
             except Exception as err:
-                return [error(key, f"verl's dataset class could not read it: {_said(err)}")], None
+                return [error(key, f"verl's dataset class could not read it: {said(err)}")], None
         train_set, val_set = made["data.train_files"], made["data.val_files"]
         batch = data.get("gen_batch_size") or data.train_batch_size
         try:
@@ -112,12 +94,12 @@ def data_problems(cfg: DictConfig) -> tuple[list[Problem], int | None]:
             )
         except Exception as err:  # ValueError of torch's DataLoader (num_workers < 0, batch_size < 1)
             keys = ("data.dataloader_num_workers",) if "num_workers" in str(err) else ("data.train_batch_size",)
-            return [error(keys, f"verl's train dataloader refused it: {_said(err)}")], None
+            return [error(keys, f"verl's train dataloader refused it: {said(err)}")], None
         try:
             StatefulDataLoader(val_set, batch_size=data.get("val_batch_size") or len(val_set), shuffle=False)
         except Exception as err:  # an empty validation set gives batch_size 0
             keys = ("data.val_files", "data.val_batch_size")
-            return [error(keys, f"verl's validation dataloader refused it ({len(val_set)} rows): {_said(err)}")], None
+            return [error(keys, f"verl's validation dataloader refused it ({len(val_set)} rows): {said(err)}")], None
         per_epoch = len(train_set) // data.train_batch_size if uses_v1_trainer(cfg) else len(train)
         if not have and cfg.trainer.get("total_training_steps") is None and cfg.trainer.total_epochs > 0:
             return [], None  # the sample's step count says nothing about the user's data
@@ -145,23 +127,23 @@ def reward_problems(cfg: DictConfig) -> list[Problem]:
 
     key = reward_function_key(cfg)
     try:
-        config = _quiet(migrate_legacy_reward_impl, _plain(cfg))
+        config = quietly(migrate_legacy_reward_impl, plain_copy(cfg))
     except Exception as err:
-        return [error("reward", f"verl's migrate_legacy_reward_impl refused it: {_said(err)}")]
+        return [error("reward", f"verl's migrate_legacy_reward_impl refused it: {said(err)}")]
     try:
-        _quiet(get_custom_reward_fn, config)
+        quietly(get_custom_reward_fn, config)
     except AssertionError as err:
-        return [error(f"{key}.name", f"verl's get_custom_reward_fn refused it: {_said(err)}")]
+        return [error(f"{key}.name", f"verl's get_custom_reward_fn refused it: {said(err)}")]
     except AttributeError as err:
-        return [error(f"{key}.name", f"verl's get_custom_reward_fn found no such function: {_said(err)}")]
+        return [error(f"{key}.name", f"verl's get_custom_reward_fn found no such function: {said(err)}")]
     except Exception as err:  # FileNotFoundError, RuntimeError, the module's own error
-        return [error(f"{key}.path", f"verl's get_custom_reward_fn could not load it: {_said(err)}")]
+        return [error(f"{key}.path", f"verl's get_custom_reward_fn could not load it: {said(err)}")]
     try:
-        _quiet(resolve_reward_manager_cls, config)
+        quietly(resolve_reward_manager_cls, config)
     except Exception as err:
         source = config.reward.reward_manager.get("source")
         where = "reward.reward_manager.module.path" if source == "importlib" else "reward.reward_manager.name"
-        return [error(where, f"verl's resolve_reward_manager_cls refused it: {_said(err)}")]
+        return [error(where, f"verl's resolve_reward_manager_cls refused it: {said(err)}")]
     return []
 
 
@@ -185,7 +167,7 @@ def config_problems(cfg: DictConfig) -> list[Problem]:
     """The critic, reward-model and checkpoint configs through verl's own dataclasses."""
     from verl.utils.config import omega_conf_to_dataclass
 
-    plain = _plain(cfg)
+    plain = plain_copy(cfg)
     nodes = [("actor_rollout_ref.actor.checkpoint", plain.actor_rollout_ref.actor.checkpoint)]
     if needs_critic(cfg):
         nodes.append(("critic", plain.critic))
@@ -193,9 +175,9 @@ def config_problems(cfg: DictConfig) -> list[Problem]:
         nodes.append(("reward.reward_model", plain.reward.reward_model))
     for key, node in nodes:
         try:
-            _quiet(omega_conf_to_dataclass, node)
+            quietly(omega_conf_to_dataclass, node)
         except Exception as err:
-            return [error(key, f"verl's {node.get('_target_', 'config')} refused it: {_said(err)}")]
+            return [error(key, f"verl's {node.get('_target_', 'config')} refused it: {said(err)}")]
     return []
 
 

@@ -19,12 +19,9 @@ A refusal names the keys the failing verl function reads (from the trace), narro
 import functools
 import importlib.util
 import inspect
-import io
 import linecache
 import re
 import traceback
-import warnings
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import yaml
@@ -32,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.schedule import uses_v1_trainer
+from verl_qwen35.validators.calling import plain_copy, quietly, said
 
 TRACE = Path(__file__).resolve().parents[1] / "data" / "startup_trace.yaml"
 ROLLOUT = "actor_rollout_ref.rollout"
@@ -42,10 +40,6 @@ def trace() -> dict[tuple[str, str], list[str]]:
     """(verl file, function name) -> the config keys it reads, from the trace's data file."""
     data = yaml.safe_load(TRACE.read_text())
     return {(e["verl_file"], e["function"].rsplit(".", 1)[-1]): e["keys"] for e in data["functions"]}
-
-
-def _said(err: BaseException) -> str:
-    return f"{type(err).__name__}: {err}".rstrip(": ")
 
 
 def _dispatch_lines(filename: str, lineno: int) -> str:
@@ -77,26 +71,14 @@ def keys_of(err: BaseException, fallback: tuple[str, ...] = ()) -> tuple[tuple[s
 
 def _refusal(err: BaseException, what: str, fallback: tuple[str, ...]) -> Problem:
     keys, where = keys_of(err, fallback)
-    return error(keys, f"{what} raises this when the run starts, after Ray and before training ({where}): {_said(err)}")
-
-
-def _quiet(fn, *args, **kwargs):
-    """verl prints and warns as it builds (the critic notice, the replay buffer): not this command's output."""
-    with warnings.catch_warnings(), redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
-
-
-def _plain(cfg: DictConfig) -> DictConfig:
-    """A resolved, writable copy: `TaskRunnerV1.run` resolves the config in place and verl writes into it."""
-    return OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    return error(keys, f"{what} raises this when the run starts, after Ray and before training ({where}): {said(err)}")
 
 
 def runtime_env_problems(cfg: DictConfig) -> list[Problem]:
     """`run_ppo`: verl's default runtime env merged with `ray_kwargs.ray_init`, as `ray.init` receives it."""
     from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
 
-    plain = _plain(cfg)
+    plain = plain_copy(cfg)
     try:
         takes_config = bool(inspect.signature(get_ppo_ray_runtime_env).parameters)  # 0.9.1 takes it, 0.8.0 not
         default = get_ppo_ray_runtime_env(plain) if takes_config else get_ppo_ray_runtime_env()
@@ -112,9 +94,9 @@ def _load_class(key: str, fqn: str, what: str) -> list[Problem]:
     from verl.utils.import_utils import load_class_from_fqn
 
     try:
-        _quiet(load_class_from_fqn, fqn, what)
+        quietly(load_class_from_fqn, fqn, what)
     except Exception as err:  # ValueError (no dot), ImportError, AttributeError
-        return [error(key, f"={fqn!r}: verl's load_class_from_fqn refused it ({_said(err)})")]
+        return [error(key, f"={fqn!r}: verl's load_class_from_fqn refused it ({said(err)})")]
     return []
 
 
@@ -132,22 +114,22 @@ def class_problems(cfg: DictConfig) -> list[Problem]:
         from verl.utils.import_utils import load_extern_type
 
         try:
-            _quiet(load_extern_type, sampler.path, sampler.name)
+            quietly(load_extern_type, sampler.path, sampler.name)
         except Exception as err:
             keys = ("trainer.v1.sampler.custom_sampler.path", "trainer.v1.sampler.custom_sampler.name")
-            return [*found, error(keys, f"verl's load_extern_type could not load it: {_said(err)}")]
+            return [*found, error(keys, f"verl's load_extern_type could not load it: {said(err)}")]
     return found
 
 
 def trainer_problems(cfg: DictConfig) -> list[Problem]:
     """The trainer verl's task runner builds: v1 by its registry, legacy by the calls of its `__init__`."""
-    plain = _plain(cfg)
+    plain = plain_copy(cfg)
     if not uses_v1_trainer(cfg):
         from verl.trainer.ppo import core_algos
 
         if not plain.actor_rollout_ref.get("hybrid_engine", True):  # RayPPOTrainer.__init__
-            said = "=false: verl's legacy RayPPOTrainer asserts 'Currently, only support hybrid engine'"
-            return [error("actor_rollout_ref.hybrid_engine", said + " (verl/trainer/ppo/ray_trainer.py __init__)")]
+            why = "=false: verl's legacy RayPPOTrainer asserts 'Currently, only support hybrid engine'"
+            return [error("actor_rollout_ref.hybrid_engine", why + " (verl/trainer/ppo/ray_trainer.py __init__)")]
         if plain.algorithm.get("use_kl_in_reward"):
             try:
                 core_algos.get_kl_controller(plain.algorithm.kl_ctrl)
@@ -160,9 +142,9 @@ def trainer_problems(cfg: DictConfig) -> list[Problem]:
     try:
         trainer_cls = get_trainer_cls(mode)
     except Exception as err:  # ValueError: Unknown trainer
-        return [error("trainer.v1.trainer_mode", f"={mode!r}: verl's get_trainer_cls refused it ({_said(err)})")]
+        return [error("trainer.v1.trainer_mode", f"={mode!r}: verl's get_trainer_cls refused it ({said(err)})")]
     try:
-        _quiet(trainer_cls, config=plain)
+        quietly(trainer_cls, config=plain)
     except Exception as err:
         return [_refusal(err, f"verl's {trainer_cls.__name__}", ("trainer.v1.trainer_mode",))]
     return []
@@ -174,7 +156,7 @@ def setup_problems(cfg: DictConfig) -> list[Problem]:
     from verl.utils.config import omega_conf_to_dataclass
     from verl.utils.profiler import ProfilerConfig
 
-    plain = _plain(cfg)
+    plain = plain_copy(cfg)
     arr = plain.actor_rollout_ref
     nodes: list[tuple[str, DictConfig, type | None]] = []
     if arr.rollout.get("checkpoint_engine") is not None:  # PPOTrainer._setup, ActorRolloutRefWorker.init_model
@@ -187,11 +169,11 @@ def setup_problems(cfg: DictConfig) -> list[Problem]:
         nodes.append(("distillation", plain.distillation, None))
     for key, node, kind in nodes:
         try:
-            _quiet(omega_conf_to_dataclass, node, dataclass_type=kind) if kind else _quiet(
+            quietly(omega_conf_to_dataclass, node, dataclass_type=kind) if kind else quietly(
                 omega_conf_to_dataclass, node
             )
         except Exception as err:
-            return [error(key, f"verl's {node.get('_target_', 'config')} refused it: {_said(err)}")]
+            return [error(key, f"verl's {node.get('_target_', 'config')} refused it: {said(err)}")]
     return []
 
 
@@ -217,7 +199,7 @@ def correction_problems(cfg: DictConfig) -> list[Problem]:
         }
     )
     try:
-        _quiet(compute_rollout_correction_and_add_to_batch, batch, _plain(cfg).algorithm.rollout_correction)
+        quietly(compute_rollout_correction_and_add_to_batch, batch, plain_copy(cfg).algorithm.rollout_correction)
     except Exception as err:
         return [_refusal(err, "verl's rollout correction", ())]
     return []
