@@ -24,11 +24,11 @@ import re
 import traceback
 from pathlib import Path
 
-import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.schedule import uses_v1_trainer
+from verl_qwen35.config.yaml_files import load_yaml
 from verl_qwen35.validators.calling import plain_copy, quietly, said
 
 TRACE = Path(__file__).resolve().parents[1] / "data" / "startup_trace.yaml"
@@ -38,7 +38,7 @@ ROLLOUT = "actor_rollout_ref.rollout"
 @functools.cache
 def trace() -> dict[tuple[str, str], list[str]]:
     """(verl file, function name) -> the config keys it reads, from the trace's data file."""
-    data = yaml.safe_load(TRACE.read_text())
+    data = load_yaml(TRACE)
     return {(e["verl_file"], e["function"].rsplit(".", 1)[-1]): e["keys"] for e in data["functions"]}
 
 
