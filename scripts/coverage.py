@@ -47,6 +47,7 @@ from verl_qwen35.run.job import problems  # noqa: E402  (the dry run's own verdi
 from verl_qwen35.run.resolved import build_run  # noqa: E402
 
 TRACE = ROOT / "verl_qwen35" / "data" / "startup_trace.yaml"
+CONTEXTS = ROOT / "scripts" / "coverage_contexts.yaml"
 PAGE = ROOT / "docs" / "coverage.md"
 PRESET = ("device=gpu", "model=35b")
 PACKAGE = ROOT / "verl_qwen35"
@@ -95,6 +96,35 @@ class Row(NamedTuple):
     full: Verdict
     reason: str  # why neither depth judges it; empty when one does
     rewritten: tuple[str, ...] = ()  # start-up functions that rewrite it before it is used
+    context: tuple[str, ...] = ()  # the overrides under which verl reads it (measured with them)
+
+
+class Context(NamedTuple):
+    """Overrides under which verl reads some keys at all (the KL controller only with the KL in the reward):
+    those keys are measured on the preset plus these overrides, as a user who sets them runs it."""
+
+    overrides: tuple[str, ...]
+    why: str
+    keys: tuple[str, ...]  # keys, or nodes whose every key it covers
+
+    def covers(self, key: str) -> bool:
+        return any(key == k or key.startswith(k + ".") for k in self.keys)
+
+
+def load_contexts(path: Path) -> list[Context]:
+    """The measurement contexts (plain YAML data: a list of {when, why, keys})."""
+    if not path.is_file():
+        return []
+    return [
+        Context(tuple(map(str, e["when"])), str(e.get("why", "")), tuple(map(str, e["keys"])))
+        for e in yaml.safe_load(path.read_text()) or []
+    ]
+
+
+def context_of(key: str, contexts: Sequence[Context]) -> Context | None:
+    """The context a key is measured in: the one naming the longest key or node above it."""
+    found = [(max(len(k) for k in c.keys if key == k or key.startswith(k + ".")), c) for c in contexts if c.covers(key)]
+    return max(found, key=lambda pair: pair[0])[1] if found else None
 
 
 # ---------------------------------------------------------------------------------------------------- keys
@@ -429,6 +459,7 @@ def measure(
     full: bool,
     progress: bool = True,
     rewritten: Mapping[str, tuple[str, ...]] | None = None,
+    context: Sequence[str] = (),
 ) -> list[Row]:
     """Each key's row: keys that follow one source (aliases of `parallel.tp`, say) share its measurement."""
     rows: list[Row] = []
@@ -450,7 +481,7 @@ def measure(
         refused = fast.kind in ("value", "type")  # a warning stops nothing: the full depth still runs
         deep = Verdict("unmeasured") if not full else fast if refused else judged(target, "full")
         again = (rewritten or {}).get(key, ())
-        rows.append(Row(key, target, found, fast, deep, reason(key, found, fast, deep), again))
+        rows.append(Row(key, target, found, fast, deep, reason(key, found, fast, deep), again, tuple(context)))
         if progress and (i % 25 == 0 or i == len(readers)):
             print(f"  {i}/{len(readers)} keys, {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
     return rows
@@ -489,7 +520,8 @@ def reader_cell(readers: Sequence[Reader], rewritten: Sequence[str]) -> str:
 
 
 def key_cell(row: Row) -> str:
-    return f"`{row.key}`" + (f" (set as `{row.target}`)" if row.target != row.key else "")
+    cell = f"`{row.key}`" + (f" (set as `{row.target}`)" if row.target != row.key else "")
+    return cell + (f" (with {', '.join(code(o) for o in row.context)})" if row.context else "")
 
 
 def cells(row: Row) -> list[str]:
@@ -553,8 +585,10 @@ user sets it ("set as"). A key that is a node verl reads whole gets an unknown k
 `dry_run=full` is measured for the keys the fast rules let through (for the others the
 fast rules refuse first). A crash is a traceback the dry run would show the user instead of a verdict.
 
-One preset is measured, one key at a time: a key that verl reads only under another setting (the KL controller
-only with `algorithm.use_kl_in_reward=true`, say) may show as not judged here though a rule judges it there.
+One preset is measured, one key at a time. A key that verl reads only under another setting (the KL controller
+only with `algorithm.use_kl_in_reward=true`, say) is measured with that setting added, as a user who turns the
+feature on runs it; its row says so ("with ..."), and `scripts/coverage_contexts.yaml` lists each setting with the
+verl line that gates the read.
 
 To regenerate it after a rule, a validator or the trace changes (from a clone, with the `test` extra installed,
 which brings verl, megatron-core and torch; about 10 minutes on 2 cores):
@@ -614,21 +648,29 @@ def preset_with_data(directory: Path, preset: Sequence[str]) -> list[str]:
     return [*preset, *write_geo3k_stub(directory)]
 
 
+def refused_as_is(base: Base, overrides: Sequence[str]) -> None:
+    """Stop when the measured config is refused before any key is changed: nothing could be told apart."""
+    broken = [p for mode in base.baseline for p in base.baseline[mode] if p.level == "error"]
+    if broken:
+        what = f"the preset with {' '.join(overrides)}" if overrides else "the preset itself"
+        sys.exit(f"{what} is refused; measure another:\n" + "\n".join(map(str, broken)))
+
+
 def main(argv: Sequence[str] | None = None) -> Summary:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trace", type=Path, default=TRACE, help="the start-up trace (YAML)")
     parser.add_argument("--preset", default=" ".join(PRESET), help="overrides of the config measured")
     parser.add_argument("--fast-only", action="store_true", help="measure dry_run=true only (no torch import)")
     parser.add_argument("--keys", help="comma-separated keys to measure (default: every traced key)")
+    parser.add_argument("--contexts", type=Path, default=CONTEXTS, help="settings under which verl reads keys")
     parser.add_argument("--out", type=Path, default=PAGE, help="the page written (default docs/coverage.md)")
     args = parser.parse_args(argv)
     started = time.monotonic()
     preset = args.preset.split()
     with tempfile.TemporaryDirectory() as tmp:
-        base = Base.of(preset_with_data(Path(tmp), preset), full=not args.fast_only)
-        broken = [p for mode in base.baseline for p in base.baseline[mode] if p.level == "error"]
-        if broken:
-            sys.exit("the preset itself is refused; measure another:\n" + "\n".join(map(str, broken)))
+        measured = preset_with_data(Path(tmp), preset)
+        base = Base.of(measured, full=not args.fast_only)
+        refused_as_is(base, ())
         if args.trace.is_file():
             readers = load_trace(args.trace)
             source = f"`{args.trace.relative_to(ROOT) if args.trace.is_relative_to(ROOT) else args.trace}`"
@@ -640,7 +682,17 @@ def main(argv: Sequence[str] | None = None) -> Summary:
         if args.keys:
             wanted = args.keys.split(",")
             readers = {k: readers.get(k, ()) for k in wanted}
-        rows = measure(base, readers, full=not args.fast_only, rewritten=rewritten)
+        contexts = load_contexts(args.contexts)
+        groups: dict[Context | None, dict[str, tuple[Reader, ...]]] = {}
+        for key, found in readers.items():
+            groups.setdefault(context_of(key, contexts), {})[key] = found
+        rows = []
+        for context, group in groups.items():
+            overrides = context.overrides if context else ()
+            where = base if context is None else Base.of([*measured, *overrides], full=not args.fast_only)
+            refused_as_is(where, overrides)
+            rows += measure(where, group, full=not args.fast_only, rewritten=rewritten, context=overrides)
+        rows.sort(key=lambda r: r.key)
     summary = Summary.of(rows)
     args.out.write_text(page(rows, source, preset, extra, not args.fast_only))
     print(summary.line(not args.fast_only))
