@@ -79,6 +79,9 @@ ESTIMATE_BAD = [
     (["+model.linear_conv_kernel_dim=0"], "model.linear_conv_kernel_dim=0"),
     (["actor_rollout_ref.rollout.max_model_len=-1"], "actor_rollout_ref.rollout.max_model_len=-1"),
     (["hardware=null"], "hardware=null removes the hardware preset; choose one of: a2, a3"),
+    (["critic=null"], "critic=null removes verl's `critic` config group"),
+    (["reward=null"], "reward=null removes verl's `reward` config group"),
+    (["actor@actor_rollout_ref.actor=null"], "keep one of: actor, dp_actor, megatron_actor"),
     (["--format", "yaml"], "--format"),
     (["device=tpu"], "device=tpu"),
 ]

@@ -61,6 +61,8 @@ def check_choices(overrides: Sequence[Override], extra_dirs: Iterable[Path] = ()
     verl_models = {p.stem for p in (verl_config_dir() / "model").glob("*.yaml")}
     for override in overrides:
         group, package = override.key_or_group, override.package
+        if not override.is_delete() and override.value() is None and group not in OUR_GROUPS:
+            _check_verl_group_kept(group, package)
         if override.is_delete() or group not in OUR_GROUPS:
             continue
         valid = options(group, extra_dirs)
@@ -82,6 +84,21 @@ def check_choices(overrides: Sequence[Override], extra_dirs: Iterable[Path] = ()
     chosen = _group_choices(overrides)
     _check_layout_presets(chosen, extra_dirs)
     _check_stack_against_machine(chosen)
+
+
+def _check_verl_group_kept(group: str, package: str | None) -> None:
+    """`critic=null`: Hydra refuses a null group choice with a traceback; verl's config groups are whole sections
+    its start-up reads, so say which and what to choose."""
+    folder = verl_config_dir() / group
+    if not folder.is_dir():
+        return  # a plain key set to null: the checks judge it
+    choices = sorted(p.stem for p in folder.glob("*.yaml"))
+    at = f"@{package}" if package else ""
+    raise ChoiceError(
+        f"{group}{at}=null removes verl's `{group}` config group, a section verl's start-up reads; keep one of: "
+        f"{', '.join(choices) or '(none found)'} (set its keys with {package or group}.KEY=VALUE; to turn a part "
+        "off, use its enable key where it has one, e.g. critic.enable=false)"
+    )
 
 
 def _check_stack_against_machine(chosen: dict[str, list[str]]) -> None:
