@@ -28,6 +28,26 @@ SAID = {
     "str": "a text",
     "list": "a list",
     "dict": "a mapping",
+    "path": "a path (a text)",
+}
+# Keys whose YAML default is null, so the shipped field list has no kind for them, while the code that reads them
+# computes with one kind (verl 0.9.1 lines; 0.8.0 reads them alike). "path" takes a text only: a number there is a
+# TypeError in os.path / os.makedirs, hours in.
+READ_AS = {
+    "data.seed": (["int"], "verl/trainer/ppo/utils.py:162 torch.Generator().manual_seed(seed)"),
+    "data.gen_batch_size": (["int"], "verl/trainer/ppo/ray_trainer.py:374 the dataloader's batch_size"),
+    "trainer.max_actor_ckpt_to_keep": (["int"], "verl/utils/checkpoint/checkpoint_manager.py:174 isinstance(.., int)"),
+    "trainer.max_critic_ckpt_to_keep": (["int"], "verl/utils/checkpoint/checkpoint_manager.py:174 isinstance(.., int)"),
+    "trainer.rollout_data_dir": (["path"], "verl/trainer/ppo/ray_trainer.py:_dump_generations os.makedirs(dump_path)"),
+    "trainer.validation_data_dir": (["path"], "verl/trainer/ppo/ray_trainer.py:_dump_generations os.makedirs"),
+    "trainer.default_hdfs_dir": (["path"], "verl/trainer/ppo/ray_trainer.py:983 os.path.join(default_hdfs_dir, ..)"),
+    "ray_kwargs.timeline_json_file": (["path"], "verl/trainer/main_ppo.py:99 ray.timeline(filename=..)"),
+    "global_profiler.steps": (["list"], "verl/trainer/main_ppo.py:82 len(global_profiler.steps)"),
+    "actor_rollout_ref.model.lora.merge": (["bool"], "verl/utils/config.py:210 if lora_config.get('merge')"),
+    "reward_model.num_workers": (
+        ["int"],
+        "verl/experimental/reward_loop/reward_loop.py:45 copied to reward.num_workers",
+    ),
 }
 
 
@@ -71,6 +91,8 @@ def fits(kinds: list[str], value: Any) -> bool:
     reads `experiment_name=2024` as one), 0/1 for a flag; null always (verl's "unset")."""
     if value is None:
         return True
+    if "path" in kinds:
+        return isinstance(value, str)
     if isinstance(value, bool):
         return "bool" in kinds
     if isinstance(value, int):
@@ -104,5 +126,11 @@ def type_problems(cfg: DictConfig, fields: dict[str, dict] | None = None) -> lis
 
 
 def verl_type_problems(cfg: DictConfig) -> list[Problem]:
-    """The fast rule, with the field list shipped for the installed verl minor."""
-    return type_problems(cfg)
+    """The fast rule, with the field list shipped for the installed verl minor and the keys verl reads as one kind
+    though their default is null."""
+    return type_problems(cfg, read_as_fields() | shipped_verl_data()["fields"])
+
+
+def read_as_fields() -> dict[str, dict]:
+    """READ_AS in the shape of the field list."""
+    return {key: {"kinds": kinds, "source": source} for key, (kinds, source) in READ_AS.items()}

@@ -19,7 +19,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from verl_qwen35.checks.problem import Problem
-from verl_qwen35.checks.verl_types import BASE, type_problems
+from verl_qwen35.checks.verl_types import BASE, read_as_fields, type_problems
 from verl_qwen35.config.yaml_files import load_mapping
 from verl_qwen35.installed import verl_config_dir
 
@@ -132,4 +132,4 @@ def live_dataclass_fields() -> dict[str, list[str]]:
 
 def real_type_problems(cfg: DictConfig) -> list[Problem]:
     """The fast rule, judged with the field list of the verl installed here (not the shipped snapshot)."""
-    return type_problems(cfg, live_fields())
+    return type_problems(cfg, read_as_fields() | live_fields())
