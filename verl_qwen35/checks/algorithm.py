@@ -13,8 +13,13 @@ tests/integration/test_rehearsal_agrees.py keeps the two in agreement. Upstream 
 - the policy losses of `core_algos.py` (vanilla asserts clip_ratio_c > 1.0 for dual-clip PPO; clip_cov and
   kl_cov assert their ratio > 0; DRO raises without a positive dro_beta; `bypass_mode` raises unless
   `algorithm.rollout_correction.bypass_mode` makes verl's `apply_bypass_mode` hand it the correction config);
-- `core_algos.get_kl_controller`: an adaptive controller asserts kl_ctrl.horizon > 0.
+- `core_algos.get_kl_controller`: an adaptive controller asserts kl_ctrl.horizon > 0;
+- `verl/trainer/ppo/rollout_corr_helper.py` `_parse_rollout_is_threshold` (0.9.1 :93-129), called on the first
+  step's rollout correction: a number, or a text "upper" or "lower_upper", both bounds positive, lower <= upper;
+  a bool, an empty text or anything else raises.
 """
+
+import math
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -148,5 +153,52 @@ def pf_ppo_problems(cfg: DictConfig) -> list[Problem]:
     ]
 
 
+def threshold_bounds(spec: object) -> tuple[float, float | None] | str:
+    """(upper, lower) as verl parses `rollout_is_threshold`, or why verl refuses it."""
+    if isinstance(spec, bool) or not isinstance(spec, int | float | str):
+        return "a number or a text 'upper' / 'lower_upper' is needed"
+    if isinstance(spec, str):
+        text = spec.strip()
+        if not text:
+            return "it is an empty text"
+        try:  # verl splits at the first "_"
+            lower_text, upper_text = text.split("_", 1) if "_" in text else (None, text)
+            upper, lower = float(upper_text), None if lower_text is None else float(lower_text)
+        except ValueError:
+            return "it is not a number, nor 'lower_upper' of two numbers"
+    else:
+        upper, lower = float(spec), None
+    if upper <= 0 or (lower is not None and lower <= 0):
+        return "both bounds must be positive"
+    if math.isnan(upper) or (lower is not None and math.isnan(lower)):
+        return "nan passes verl's parse, and every weight compared with it turns nan, the loss with it"
+    if lower is not None and lower > upper:
+        return "the lower bound is above the upper one"
+    return upper, lower
+
+
+def correction_threshold_problems(cfg: DictConfig) -> list[Problem]:
+    correction = OmegaConf.select(cfg, f"{ALGO}.rollout_correction", default=None)
+    if not OmegaConf.is_dict(correction) or correction.get("rollout_is") is None or correction.get("bypass_mode"):
+        return []
+    spec = correction.get("rollout_is_threshold")
+    bounds = threshold_bounds(spec)
+    if not isinstance(bounds, str):
+        return []
+    return [
+        error(
+            f"{ALGO}.rollout_correction.rollout_is_threshold",
+            f"={spec!r}: {bounds}; verl's _parse_rollout_is_threshold (verl/trainer/ppo/rollout_corr_helper.py:93) "
+            "raises on the first step's rollout correction. Give e.g. 2.0, or '0.5_2.0' for lower_upper",
+        )
+    ]
+
+
 def algorithm_problems(cfg: DictConfig) -> list[Problem]:
-    return estimator_problems(cfg) + policy_loss_problems(cfg) + kl_controller_problems(cfg) + pf_ppo_problems(cfg)
+    return (
+        estimator_problems(cfg)
+        + policy_loss_problems(cfg)
+        + kl_controller_problems(cfg)
+        + pf_ppo_problems(cfg)
+        + correction_threshold_problems(cfg)
+    )

@@ -34,7 +34,7 @@ from verl_qwen35.checks.tracking import tracking_problems
 from verl_qwen35.checks.trainer import trainer_problems
 from verl_qwen35.checks.transformer import mtp_layers_built, mtp_problems, transformer_problems, type_problems
 from verl_qwen35.checks.values import value_problems
-from verl_qwen35.checks.verl_dataclasses import unknown_field_problems
+from verl_qwen35.checks.verl_dataclasses import unknown_field_problems, unread_key_problems
 from verl_qwen35.checks.verl_names import name_problems
 from verl_qwen35.checks.verl_settings import verl_setting_problems
 from verl_qwen35.checks.verl_types import verl_type_problems
@@ -76,7 +76,7 @@ def preflight(
         return broken  # nothing else can read inside a section that is not there
     found = parity_errors(cfg) + unknown_patch_errors(cfg) + layout_source_errors(cfg)
     named = {k for p in found for k in p.keys}
-    found += [p for p in unknown_field_problems(cfg) if not named & set(p.keys)]
+    found += [p for p in unknown_field_problems(cfg) + unread_key_problems(cfg) if not named & set(p.keys)]
     found += [error(key, f"{why}. Instead, {ADVICE}.") for key, why in config_findings(cfg)]
     otc = override_dict(cfg)
     if bad_values := bad_value_problems(cfg, otc):

@@ -72,6 +72,44 @@ def _unknown(node: dict, path: str, fields: dict[str, list[str]], where: str, al
     return found
 
 
+# Sections verl reads key by key as plain mappings (no dataclass is built from them), so a misspelt key is not an
+# error there: it is never read, and verl's default runs instead. The keys verl reads: listed, or (None) the keys of
+# verl's own YAML for the section (the shipped field list).
+READ_BY_NAME = {
+    "algorithm.rollout_correction": (None, "verl/trainer/ppo/rollout_corr_helper.py:1013 reads it key by key"),
+    "custom_reward_function": (
+        ("path", "name", "reward_kwargs"),
+        "copied to reward.custom_reward_function (verl/experimental/reward_loop/reward_loop.py:59); "
+        "verl/trainer/ppo/reward.py:70-82 get_custom_reward_fn reads path, name and reward_kwargs",
+    ),
+    "reward.custom_reward_function": (
+        ("path", "name", "reward_kwargs"),
+        "verl/trainer/ppo/reward.py:70-82 get_custom_reward_fn reads path, name and reward_kwargs",
+    ),
+}
+
+
+def unread_key_problems(cfg: DictConfig) -> list[Problem]:
+    """One error per key, in a section verl reads by name, that verl never reads (a misspelling, mostly)."""
+    fields = shipped_verl_data().get("fields", {})
+    found: list[Problem] = []
+    for section, (names, where) in READ_BY_NAME.items():
+        node = OmegaConf.select(cfg, section, default=None)
+        if not OmegaConf.is_dict(node):
+            continue
+        known = set(names or {k[len(section) + 1 :].split(".")[0] for k in fields if k.startswith(section + ".")})
+        for key in sorted(set(map(str, node)) - known - {"_target_"}) if known else ():
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f"; did you mean {section}.{close[0]}?" if close else f"; verl reads {', '.join(sorted(known))}"
+            found.append(
+                error(
+                    f"{section}.{key}",
+                    f"is never read: {where}, so this value has no effect and verl's default runs in its place{hint}",
+                )
+            )
+    return found
+
+
 def unknown_field_problems(cfg: DictConfig) -> list[Problem]:
     """One error per key, in a section verl builds at start-up, that verl's dataclass for it does not have."""
     fields = shipped_verl_data().get("dataclass_fields", {})

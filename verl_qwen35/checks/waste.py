@@ -187,6 +187,50 @@ def saving_problems(cfg: DictConfig) -> list[Problem]:
     ]
 
 
+def keep_count_problems(cfg: DictConfig) -> list[Problem]:
+    """A keep count of 0 or less keeps every checkpoint: verl prunes only when `max_ckpt_to_keep > 0`
+    (verl/utils/checkpoint/checkpoint_manager.py:174, :188; 0.8.0 :152, :167); a Megatron checkpoint of these models
+    with its optimizer state is hundreds of GB, so the disk, not the run, decides when it stops."""
+    freq = _get(cfg, f"{T}.save_freq", -1)
+    if not _whole(freq) or freq <= 0 or _get(cfg, f"{T}.remove_previous_ckpt_in_save", False):
+        return []  # nothing saved (saving_problems), or verl keeps one
+    sides = ["actor"] + (["critic"] if needs_critic(cfg) else [])
+    found = []
+    for side in sides:
+        key = f"{T}.max_{side}_ckpt_to_keep"
+        value = _get(cfg, key)
+        if _whole(value) and value <= 0:
+            found.append(
+                warning(
+                    key,
+                    f"={value}: verl prunes old checkpoints only when the count is above 0 "
+                    "(verl/utils/checkpoint/checkpoint_manager.py:174, :188), so this run keeps every checkpoint it "
+                    f"saves (one each {freq} steps); give the number to keep, or null to keep all on purpose",
+                )
+            )
+    return found
+
+
+def profile_steps_problems(cfg: DictConfig, steps: Steps) -> list[Problem]:
+    """verl profiles a step when `global_steps in global_profiler.steps` (v1 trainer_base.py:459, legacy
+    ray_trainer.py alike); steps count from 1 to the last step, so an entry outside that is never profiled."""
+    chosen = _get(cfg, "global_profiler.steps")
+    if _get(cfg, "global_profiler.tool") is None or not OmegaConf.is_list(chosen):
+        return []
+    last = steps.total if steps is not None else None
+    never = [s for s in chosen if not _whole(s) or s < 1 or (last is not None and s > last)]
+    if chosen and not never:
+        return []
+    said = f"{list(never)!r} are never a step number (1 to {last or 'the last step'})" if never else "is empty"
+    return [
+        warning(
+            "global_profiler.steps",
+            f"={list(chosen)!r}: verl profiles a step only when its number is in this list (verl/trainer/ppo/v1/"
+            f"trainer_base.py:459), and {said}, so those profiles are never taken; list step numbers from 1",
+        )
+    ]
+
+
 def load_contents_problems(cfg: DictConfig) -> list[Problem]:
     """A resume that loads the optimizer and step but not the saved weights trains on from the base model."""
     if _get(cfg, f"{T}.resume_mode", "auto") == "disable":
@@ -374,6 +418,8 @@ def waste_problems(cfg: DictConfig, steps: Steps) -> list[Problem]:
         + resume_past_end_problems(cfg, steps)
         + run_length_problems(cfg, steps)
         + saving_problems(cfg)
+        + keep_count_problems(cfg)
+        + profile_steps_problems(cfg, steps)
         + load_contents_problems(cfg)
         + length_problems(cfg)
         + correction_problems(cfg)

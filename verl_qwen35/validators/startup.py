@@ -142,7 +142,12 @@ def reward_problems(cfg: DictConfig) -> list[Problem]:
         quietly(resolve_reward_manager_cls, config)
     except Exception as err:
         source = config.reward.reward_manager.get("source")
-        where = "reward.reward_manager.module.path" if source == "importlib" else "reward.reward_manager.name"
+        where = {"importlib": "reward.reward_manager.module.path", "register": "reward.reward_manager.name"}.get(
+            source,
+            "reward_model.reward_loop_source"
+            if OmegaConf.select(cfg, "reward_model.reward_loop_source", default=None) is not None
+            else "reward.reward_manager.source",
+        )
         return [error(where, f"verl's resolve_reward_manager_cls refused it: {said(err)}")]
     return []
 

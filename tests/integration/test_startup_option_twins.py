@@ -1,0 +1,83 @@
+"""The fast start-up option rules against verl's own code, run on CPU: the rollout correction's IS threshold
+(validators/trainer_init.correction_problems runs verl's compute_rollout_correction_and_add_to_batch), the
+reward manager's source (validators/startup.reward_problems runs verl's migration and resolve_reward_manager_cls),
+the dataloader's batch size (torchdata's StatefulDataLoader, which verl's trainer builds) and the keep count
+(verl's checkpoint manager pruning three saved folders)."""
+
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tests.configs import config
+from verl_qwen35.checks.algorithm import correction_threshold_problems
+from verl_qwen35.checks.trainer_setup import gen_batch_problems, reward_source_problems
+from verl_qwen35.checks.waste import keep_count_problems
+from verl_qwen35.validators.startup import reward_problems
+from verl_qwen35.validators.trainer_init import correction_problems
+
+pytestmark = pytest.mark.each_verl
+
+CORRECTION = {"algorithm.rollout_correction.rollout_is": "token", "actor_rollout_ref.rollout.calculate_log_probs": True}
+THRESHOLDS = [2.0, 0.0, -1.0, 1e12, "", " ", "zzz", "0.5_2", "2_0.5", "1_2_3", "1_000", True, "2", 3, "0_2", "1e3"]
+
+
+def refused(found) -> bool:
+    return any(p.level == "error" for p in found)
+
+
+@pytest.mark.parametrize("threshold", THRESHOLDS, ids=repr)
+def test_is_threshold_refused_exactly_where_verls_correction_raises(threshold):
+    cfg = config(**CORRECTION, **{"algorithm.rollout_correction.rollout_is_threshold": threshold})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        real = refused(correction_problems(cfg))
+    assert refused(correction_threshold_problems(cfg)) == real, threshold
+
+
+def test_a_nan_threshold_is_refused_though_verl_parses_it():
+    """verl's parse lets nan through (`upper <= 0` is false for nan); every IS weight it clips turns nan."""
+    cfg = config(**CORRECTION, **{"algorithm.rollout_correction.rollout_is_threshold": "nan"})
+    (found,) = correction_threshold_problems(cfg)
+    assert "nan" in found.message
+
+
+@pytest.mark.parametrize("source", ["register", "zzz", ""])
+def test_reward_source_refused_exactly_where_verl_raises(source):
+    cfg = config(**{"reward.reward_manager.source": source})
+    fast, real = reward_source_problems(cfg), reward_problems(cfg)
+    assert refused(fast) == refused(real), (fast, real)
+    if refused(real):
+        assert fast[0].keys == real[0].keys == ("reward.reward_manager.source",)
+
+
+@pytest.mark.parametrize("size", [-4, 0, 8])
+def test_gen_batch_size_refused_exactly_where_the_dataloader_raises(size):
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    cfg = config(**{"data.gen_batch_size": size, "data.train_batch_size": 8})
+    try:
+        StatefulDataLoader(list(range(16)), batch_size=size or cfg.data.train_batch_size)  # verl: `gen or train`
+        real = False
+    except ValueError:
+        real = True
+    assert refused(gen_batch_problems(cfg)) == real
+
+
+@pytest.mark.parametrize("keep", [0, -1, 1, 2])
+def test_keep_count_warned_exactly_where_verl_keeps_every_checkpoint(keep, tmp_path: Path):
+    """verl's BaseCheckpointManager.register_checkpoint, called as its save does after each of three saves."""
+    from verl.utils.checkpoint.checkpoint_manager import BaseCheckpointManager
+
+    saved = [tmp_path / f"global_step_{i}" for i in (1, 2, 3)]
+    manager = SimpleNamespace(previous_saved_paths=[])
+    manager.remove_previous_save_local_path = lambda paths: BaseCheckpointManager.remove_previous_save_local_path(
+        manager, paths
+    )
+    for folder in saved:
+        folder.mkdir()
+        BaseCheckpointManager.register_checkpoint(manager, str(folder), keep)
+    keeps_all = all(folder.exists() for folder in saved)
+    cfg = config(**{"trainer.max_actor_ckpt_to_keep": keep, "trainer.save_freq": 5})
+    assert bool(keep_count_problems(cfg)) == keeps_all, keep

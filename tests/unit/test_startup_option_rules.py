@@ -1,0 +1,101 @@
+"""Values verl reads at start-up that it refuses only after Ray and the workers started, or accepts and ignores
+(checks/trainer_setup.py, checks/verl_types.py READ_AS, checks/verl_dataclasses.py READ_BY_NAME, checks/waste.py
+keep counts and profile steps, checks/algorithm.py IS thresholds): what a user sees through `preflight`.
+The twins against verl's own code are tests/integration/test_startup_option_twins.py."""
+
+import pytest
+
+from tests.configs import config
+from verl_qwen35.checks import preflight
+
+R = "actor_rollout_ref.rollout"
+NSYS = "global_profiler.global_tool_config.nsys"
+SAMPLER = "trainer.v1.sampler"
+PROFILED = {"global_profiler.tool": "nsys", "global_profiler.steps": [1]}
+CORRECTION = {"algorithm.rollout_correction.rollout_is": "token", f"{R}.calculate_log_probs": True}
+# (changes, "error" / "warning" / None, the key named)
+CASES = [
+    ({"actor_rollout_ref.actor.strategy": "fsdp"}, "error", "actor_rollout_ref.actor.strategy"),
+    ({"actor_rollout_ref.ref.strategy": "fsdp2"}, "error", "actor_rollout_ref.ref.strategy"),
+    ({"critic.strategy": "fsdp"}, None, "critic.strategy"),  # no critic in a GRPO run: never built
+    ({f"{SAMPLER}.custom_sampler.path": "/x/s.py"}, "error", f"{SAMPLER}.custom_sampler.path"),
+    ({f"{SAMPLER}.custom_sampler.name": "MySampler"}, "error", f"{SAMPLER}.custom_sampler.name"),
+    ({f"{SAMPLER}.sampler_kwargs": {"alpha": 1}}, "warning", f"{SAMPLER}.sampler_kwargs"),
+    ({f"{R}.checkpoint_manager_class": "my.Manager"}, "warning", f"{R}.checkpoint_manager_class"),
+    ({f"{R}.checkpoint_manager_class": "Manager", "trainer.use_v1": False}, "error", f"{R}.checkpoint_manager_class"),
+    ({f"{R}.checkpoint_manager_class": "my.Manager", "trainer.use_v1": False}, None, f"{R}.checkpoint_manager_class"),
+    ({"trainer.default_hdfs_dir": "hdfs://x/ckpt", "trainer.use_v1": False}, "error", "trainer.default_hdfs_dir"),
+    (
+        {"trainer.default_hdfs_dir": "hdfs://x/ckpt", "trainer.use_v1": False, "trainer.resume_mode": "disable"},
+        None,
+        "trainer.default_hdfs_dir",
+    ),
+    ({"trainer.default_hdfs_dir": "hdfs://x/ckpt"}, None, "trainer.default_hdfs_dir"),  # v1 never loads from it
+    ({"trainer.default_hdfs_dir": 7}, "error", "trainer.default_hdfs_dir"),
+    ({"trainer.rollout_data_dir": -1}, "error", "trainer.rollout_data_dir"),
+    ({"trainer.rollout_data_dir": "/tmp/rollouts"}, None, "trainer.rollout_data_dir"),
+    ({"data.seed": "abc"}, "error", "data.seed"),
+    ({"data.gen_batch_size": -4}, "error", "data.gen_batch_size"),
+    ({"data.gen_batch_size": 0}, None, "data.gen_batch_size"),  # falls back to train_batch_size
+    ({"trainer.max_actor_ckpt_to_keep": 2.5}, "error", "trainer.max_actor_ckpt_to_keep"),
+    ({"trainer.max_actor_ckpt_to_keep": 0}, "warning", "trainer.max_actor_ckpt_to_keep"),
+    ({"trainer.max_actor_ckpt_to_keep": 2}, None, "trainer.max_actor_ckpt_to_keep"),
+    ({**PROFILED, f"{NSYS}.worker_nsight_options": None}, "error", f"{NSYS}.worker_nsight_options"),
+    ({**PROFILED, f"{NSYS}.controller_nsight_options": None}, "error", f"{NSYS}.controller_nsight_options"),
+    ({f"{NSYS}.worker_nsight_options": None}, None, f"{NSYS}.worker_nsight_options"),  # nothing profiled
+    ({**PROFILED, "global_profiler.steps": [0, 2]}, "warning", "global_profiler.steps"),
+    ({**PROFILED, "global_profiler.steps": []}, "warning", "global_profiler.steps"),
+    ({"reward.reward_manager.source": "pip"}, "error", "reward.reward_manager.source"),
+    ({"reward_model.reward_loop_source": "pip"}, "error", "reward_model.reward_loop_source"),
+    ({"reward_model.reward_loop_class_name": "MyManager"}, "warning", "reward_model.reward_loop_class_name"),
+    (
+        {
+            "reward_model.reward_loop_source": "importlib",
+            "reward_model.reward_loop_module_path": "/x/m.py",
+            "reward_model.reward_loop_class_name": "MyManager",
+        },
+        "error",
+        "reward_model.reward_loop_class_name",
+    ),
+    ({"reward.custom_reward_function.nmae": "score"}, "error", "reward.custom_reward_function.nmae"),
+    ({"algorithm.rollout_correction.rollout_is_treshold": 3.0}, "error", "algorithm.rollout_correction"),
+    ({**CORRECTION, "algorithm.rollout_correction.rollout_is_threshold": 0.0}, "error", "algorithm.rollout_correction"),
+    ({**CORRECTION, "algorithm.rollout_correction.rollout_is_threshold": "2_0.5"}, "error", "algorithm.rollout_co"),
+    ({**CORRECTION, "algorithm.rollout_correction.rollout_is_threshold": "0.5_2"}, None, "algorithm.rollout_corr"),
+    ({"actor_rollout_ref.model.lora.merge": "yes"}, "error", "actor_rollout_ref.model.lora.merge"),
+]
+
+
+def findings(changes):
+    return [
+        p
+        for p in preflight(config(**changes), machine_missing="warning")
+        if p.keys[0] not in ("data.train_files", "data.val_files")
+    ]
+
+
+@pytest.mark.parametrize(("changes", "level", "key"), CASES, ids=[" ".join(map(str, c.items())) for c, _, _ in CASES])
+def test_startup_options_refused_warned_or_accepted(changes, level, key):
+    found = findings(changes)
+    said = [str(p) for p in found]
+    ours = [p for p in found if any(k.startswith(key) for k in p.keys)]
+    if level is None:
+        assert not ours, said
+    else:
+        assert any(p.level == level for p in ours), said
+        assert all("verl" in p.message for p in ours), said  # each cites where verl reads it
+
+
+def test_a_misspelt_key_verl_never_reads_gets_the_near_name():
+    (found,) = [p for p in findings({"reward.custom_reward_function.nmae": "score"}) if p.level == "error"]
+    assert "did you mean reward.custom_reward_function.name" in found.message
+
+
+def test_the_legacy_class_name_error_says_which_key_verl_reads():
+    changes = {
+        "reward_model.reward_loop_source": "importlib",
+        "reward_model.reward_loop_module_path": "/x/m.py",
+        "reward_model.reward_loop_class_name": "MyManager",
+    }
+    (found,) = [p for p in findings(changes) if "reward_model.reward_loop_class_name" in p.keys]
+    assert "reward.reward_manager.name=MyManager" in found.message
