@@ -658,21 +658,26 @@ def _memory(**changes) -> list[tuple[str, list[str], str]]:
             "; offload the optimizer (actor_rollout_ref.actor.optim.override_optimizer_config."
             "optimizer_cpu_offload=true, optimizer_offload_fraction=1)",
         ),
-        (  # 32 sequences a log-prob micro-batch: the old-policy pass (+ reserved) is the training peak
-            {f"actor_rollout_ref.{side}.log_prob_micro_batch_size_per_gpu": 32 for side in ("rollout", "ref")},
-            "; the old-policy log-prob pass is the peak: lower "
-            "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu "
-            "(and the ref's)",
-        ),
     ],
 )
 def test_the_training_refusal_advises_what_would_lower_its_peak(changes, advice):
-    ((level, _, message),) = _memory(**changes, **{DEVICE_CAP: 20})
-    assert level == "error"
+    ((level, keys, message),) = _memory(**changes, **{DEVICE_CAP: 20})
+    assert level == "error" and keys == TRAIN_KEYS
     assert message.endswith(
         "more model parallelism: parallel.ep (routed experts), parallel.pp (layers), "
         f"parallel.tp, or more nodes{advice}"
     )
+
+
+def test_a_log_prob_peak_names_its_micro_batch_first():
+    """32 sequences a log-prob micro-batch: the old-policy pass's logits are the training peak, which no
+    parallelism splits; the problem names that micro-batch, and its advice comes first."""
+    changes = {f"actor_rollout_ref.{side}.log_prob_micro_batch_size_per_gpu": 32 for side in ("rollout", "ref")}
+    ((level, keys, message),) = _memory(**changes, **{DEVICE_CAP: 20})
+    assert level == "error" and keys == ["actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu", DEVICE_CAP]
+    advice = message.split("); ", 1)[1]
+    assert advice.startswith("the old-policy log-prob pass is the peak (")
+    assert "lower actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu" in advice
 
 
 def test_training_memory_is_refused_above_the_device_warned_above_90_percent():
@@ -682,7 +687,8 @@ def test_training_memory_is_refused_above_the_device_warned_above_90_percent():
     assert (level, keys) == ("error", TRAIN_KEYS) and message.startswith(f"training needs {need:.1f} GiB of ")
     assert "more model parallelism" in message
     ((level, keys, message),) = _memory(**{DEVICE_CAP: need / 0.95})
-    assert (level, keys) == ("warning", TRAIN_KEYS) and message.endswith(")") and ", little headroom (" in message
+    assert (level, keys) == ("warning", TRAIN_KEYS) and ", little headroom (" in message
+    assert message.endswith("parallel.tp, or more nodes")  # what would gain room, as the refusal says
     assert _memory(**{DEVICE_CAP: need / 0.89}) == []
 
 

@@ -76,13 +76,25 @@ def _training_advice(e: memory_model.MemoryEstimate) -> str:
     if e.log_prob_gib >= e.update_gib:
         passes = e.log_prob_breakdown
         which = "old-policy" if passes["old_log_prob"] >= passes["ref_log_prob"] else "reference"
-        advice.append(
-            f"the {which} log-prob pass is the peak: lower actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu "
-            "(and the ref's)"
+        advice.insert(  # first: the pass's logits grow with its micro-batch, which no parallelism splits
+            0,
+            f"the {which} log-prob pass is the peak ({e.log_prob_gib:.1f} GiB, logits "
+            f"{passes['old_log_prob_logits']:.1f}): lower actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu "
+            "(and the ref's)",
         )
     if parts["reference"] > 0:
         advice.append("megatron.param_offload=true (the reference model stays on the device otherwise)")
     return "; ".join(advice)
+
+
+def _peak_keys(e: memory_model.MemoryEstimate) -> tuple[str, ...]:
+    """The keys that move the training peak: the log-prob pass's micro-batch where that pass is the peak (its
+    logits grow with it), else the model parallelism that splits the weights and optimizer states."""
+    if e.log_prob_gib >= e.update_gib:
+        passes = e.log_prob_breakdown
+        side = ROLLOUT if passes["old_log_prob"] >= passes["ref_log_prob"] else "actor_rollout_ref.ref"
+        return (f"{side}.log_prob_micro_batch_size_per_gpu", DEVICE_CAP)
+    return (KEYS["ep"], KEYS["pp"], DEVICE_CAP)
 
 
 def memory_problems(cfg: DictConfig, estimate: memory_model.MemoryEstimate | None = None) -> list[Problem]:
@@ -106,15 +118,16 @@ def memory_problems(cfg: DictConfig, estimate: memory_model.MemoryEstimate | Non
     if e.train_gib > cap:
         found.append(
             error(
-                (KEYS["ep"], KEYS["pp"], DEVICE_CAP),
+                _peak_keys(e),
                 f"training needs {_percent(e.train_gib, cap)} {where} ({train_detail}); {_training_advice(e)}",
             )
         )
     elif e.train_gib > WARN_FRACTION * cap:
         found.append(
             warning(
-                (KEYS["ep"], KEYS["pp"], DEVICE_CAP),
-                f"training needs {_percent(e.train_gib, cap)} {where}, little headroom ({train_detail})",
+                _peak_keys(e),
+                f"training needs {_percent(e.train_gib, cap)} {where}, little headroom ({train_detail}); to gain "
+                f"some: {_training_advice(e)}",
             )
         )
     r = e.rollout_breakdown
