@@ -261,8 +261,3 @@ def main(argv: list[str] | None = None) -> int:
             refuse_typed_overrides(overrides, argv)  # every schema refusal at once; Hydra stops at the first
         run_hydra(argv)
     return 0
-
-
-def entry() -> None:
-    """The `verl-qwen35` console script."""
-    sys.exit(main())
