@@ -32,6 +32,7 @@ from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
+from verl_qwen35.config.yaml_files import MAX_BYTES, read_limited
 from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
 from verl_qwen35.model.calibration import calibration_of
@@ -248,7 +249,7 @@ def copy_tree(source: Path, target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     for path in sorted(source.rglob("*")):
         if path.is_file():
-            write_file(target / path.relative_to(source), path.read_bytes(), within=target)
+            write_file(target / path.relative_to(source), read_limited(path, MAX_BYTES, "config file"), within=target)
 
 
 def _writable_dir(directory: Path) -> None:
