@@ -19,6 +19,7 @@ usage error.
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Iterable
@@ -482,8 +483,9 @@ def run(args: argparse.Namespace) -> int:
         return _nothing_fits(resolved, own, found)
     if args.sweep is None:
         if args.format == "table":
-            own_dir = [f"--config-dir {args.config_dir}"] if args.config_dir else []
-            line = " ".join([PROG, *own_dir, *args.overrides, f"--top {len(listed)}", "--sweep DIR"])
+            own_dir = ["--config-dir", str(args.config_dir)] if args.config_dir else []
+            # Each word quoted for the shell (a pasted line runs exactly these words); DIR is the user's to fill.
+            line = shlex.join([*PROG.split(), *own_dir, *args.overrides, "--top", str(len(listed))]) + " --sweep DIR"
             print(f"sweep:   {line}  (writes DIR/parallel/*.yaml, runs them as one multirun)")
         return 0
     try:
@@ -496,7 +498,7 @@ def run(args: argparse.Namespace) -> int:
     command = sweep_command(args.sweep, base, names, keys)
     if keys:
         applied(args.sweep, sweep_overrides(base, keys), rows, names, resolved)
-    print("sweep:   " + " ".join(command[1:]), file=sys.stderr, flush=True)
+    print("sweep:   " + shlex.join(command[1:]), file=sys.stderr, flush=True)  # safe to paste: each word quoted
     return run_attached(command, stop_s=SWEEP_STOP_S)  # its own group: stopped with us, nothing left behind
 
 

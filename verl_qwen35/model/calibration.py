@@ -425,7 +425,9 @@ def read_file(path: str, device: str | None = None) -> Calibration:
     except UnicodeDecodeError:
         raise InputError("plan.calibration", f"{where}: a binary file, not a calibration") from None
     except UserError as err:
-        raise InputError("plan.calibration", f"{where}: {str(err).removeprefix(f'{path}: ')}") from None
+        raise InputError(
+            "plan.calibration", f"{where}: cannot read it ({str(err).removeprefix(f'{path}: ')})"
+        ) from None
     node = data.get("calibration") if isinstance(data, dict) else None
     if (
         not isinstance(node, dict)
