@@ -19,10 +19,11 @@ def verl_qwen35(tmp_path: Path, *args: str, path: str = "/usr/bin:/bin", **env: 
 
 
 def default_signals() -> None:
-    """`preexec_fn` for a child a test will signal: SIGINT and SIGTERM as in a terminal's foreground job.
+    """`preexec_fn` for a child a test will signal: SIGINT, SIGTERM, SIGHUP and SIGQUIT as in a terminal's
+    foreground job.
 
     A suite started in the background (`nohup pytest &`, a CI runner) hands its children SIGINT ignored, and
     an ignored signal stays ignored across exec: Python then installs no Ctrl-C handler and the child never
     sees the signal the test sends."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_DFL)

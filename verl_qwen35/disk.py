@@ -113,6 +113,44 @@ def write_file(path: Path, data: str | bytes, *, within: Path | None = None, pri
     return path
 
 
+def open_below(root: Path, path: Path, make: bool) -> int:
+    """A descriptor of the directory `path` below `root`, each component below `root` made (`make`) or opened
+    without following a link (a link among them is a UserError naming it); `root` is trusted as given."""
+    try:
+        parts = Path(path).relative_to(root).parts
+    except ValueError:
+        raise UserError(f"{path}: not below {root}; nothing written") from None
+    if any(part in ("..", "") for part in parts):
+        raise UserError(f"{path}: a path that leaves {root}; nothing written")
+    return _open_dir(Path(root), parts, make=make)
+
+
+def kind_at(dir_fd: int, name: str) -> str | None:
+    """What `name` is in the directory `dir_fd`, a link not followed: "link", "dir", "file", "other", or None."""
+    try:
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
+
+
+def open_append(path: Path) -> int:
+    """A descriptor appending to the regular file `path` (made when absent), never through a link planted there
+    (O_NOFOLLOW) and never blocking on a FIFO (O_NONBLOCK). Raises OSError (ELOOP for a link), NotRegular."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular(f"{path}: not a regular file (a FIFO, a device or a directory); not written")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def make_dirs(path: Path, within: Path) -> Path:
     """`path` made below `within` one component at a time, a link among them refused (see `write_file`)."""
     try:

@@ -94,6 +94,10 @@ STOPS = [
     # (id, signal, exit code, word on stderr, what a stopped job's verdict says)
     ("sigterm", signal.SIGTERM, 143, "terminated", "stopped by SIGTERM"),
     ("sigint", signal.SIGINT, 130, "interrupted", "stopped by Ctrl-C"),
+    # A terminal's other signals: its window closed (SIGHUP), Ctrl-\\ (SIGQUIT); their defaults would end the
+    # sweep at once (SIGQUIT with a core dump), with no summary and the lock file still naming the sweep.
+    ("sighup", signal.SIGHUP, 129, "terminated (SIGHUP)", "stopped by SIGHUP"),
+    ("sigquit", signal.SIGQUIT, 131, "terminated (SIGQUIT)", "stopped by SIGQUIT"),
 ]
 
 

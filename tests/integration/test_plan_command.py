@@ -3,6 +3,7 @@
 import csv
 import dataclasses
 import json
+import shlex
 
 import pytest
 from omegaconf import OmegaConf
@@ -115,6 +116,16 @@ def test_table_shows_the_override_line_and_the_sweep_command(cli):
     assert lines[1].split()[:4] == ["rank", "tier", "tp", "pp"]
     assert lines[2].startswith("1 ") and "parallel.tp=" in lines[2] and "parallel.gen_ep=" in lines[2]
     assert "--sweep DIR" in run.out
+
+
+def test_the_printed_sweep_command_is_safe_to_paste(cli):
+    """A value with a space, a `;` and a `$(...)` comes back from the shell as the same word, never run."""
+    value = "trainer.experiment_name='a b; touch pwned $(id)'"
+    run = cli("plan", "model=35b", "device=gpu", value, "--top", "2")
+    assert run.code == 0, run.err
+    line = next(line for line in run.out.splitlines() if line.startswith("sweep:   "))
+    words = shlex.split(line.removeprefix("sweep:   ").split("  (writes")[0])
+    assert words[:2] == ["verl-qwen35", "plan"] and value in words and words[-2:] == ["--sweep", "DIR"]
 
 
 def test_sweep_over_the_top_layouts_is_one_command(cli, tmp_path):

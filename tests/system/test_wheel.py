@@ -118,7 +118,7 @@ def test_wheel_holds_every_conf_file(wheel: Path) -> None:
     }
     dist_info = next(n for n in names if n.endswith(".dist-info/METADATA")).rsplit("/", 1)[0]
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
-    assert [line for line in entry_points.splitlines() if "=" in line] == ["verl-qwen35 = verl_qwen35.cli.main:entry"]
+    assert [line for line in entry_points.splitlines() if "=" in line] == ["verl-qwen35 = verl_qwen35.__main__:entry"]
     requires = [
         line.split(":", 1)[1].strip()
         for line in zipfile.ZipFile(wheel).read(f"{dist_info}/METADATA").decode().splitlines()

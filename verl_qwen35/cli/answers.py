@@ -1,6 +1,7 @@
 """How the command ends: a user mistake in one message and exit 2, Ctrl-C 130, SIGTERM 143, a closed pipe quietly."""
 
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -8,7 +9,7 @@ from contextlib import contextmanager
 from verl_qwen35.config.errors import explain
 from verl_qwen35.config.prewrite import Refused
 from verl_qwen35.errors import UserError
-from verl_qwen35.run.stops import exit_code, signal_name, stops_held
+from verl_qwen35.run.stops import exit_code, signal_name, signal_of, stops_held
 
 PROG = "verl-qwen35"
 # Read at import, before the command sets HYDRA_FULL_ERROR itself: the user's own wish for tracebacks.
@@ -31,7 +32,8 @@ def answered(
         with stops_held():  # a second signal must not cut the summary short
             if on_interrupt is not None:
                 on_interrupt(signal_name(stop))
-            print(f"\n{prog}: {'terminated' if exit_code(stop) == 143 else 'interrupted'}", file=sys.stderr)
+            told = "interrupted" if signal_of(stop) == signal.SIGINT else f"terminated ({signal_name(stop)})"
+            print(f"\n{prog}: {told}", file=sys.stderr)
         sys.exit(exit_code(stop))
     except Refused as refused:  # raised by a pre-write check inside Hydra's callback
         _answer(refused.error, prog, full_error)

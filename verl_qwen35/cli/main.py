@@ -26,7 +26,7 @@ from verl_qwen35.cli.answers import PROG, answered
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import implicit_overrides
 from verl_qwen35.config.errors import resolve_naming_key
-from verl_qwen35.config.overrides import parse_overrides, refused_together, typed_override_errors
+from verl_qwen35.config.overrides import check_bounds, parse_overrides, refused_together, typed_override_errors
 from verl_qwen35.config.prewrite import check_before_writing, discard_unstarted_run
 from verl_qwen35.config.resolvers import register_resolvers
 from verl_qwen35.config.schema import register_schema
@@ -239,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     with answered():
         not_utf8(argv)
+        check_bounds(argv)  # before Hydra's grammar or a subcommand parses any: nesting and length
     if argv and argv[0] in SUBCOMMANDS:
         with answered(f"{PROG} {argv[0]}"):
             code = SUBCOMMANDS[argv[0]][0](argv[1:])
@@ -261,8 +262,3 @@ def main(argv: list[str] | None = None) -> int:
             refuse_typed_overrides(overrides, argv)  # every schema refusal at once; Hydra stops at the first
         run_hydra(argv)
     return 0
-
-
-def entry() -> None:
-    """The `verl-qwen35` console script."""
-    sys.exit(main())

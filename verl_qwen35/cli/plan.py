@@ -19,6 +19,7 @@ usage error.
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Iterable
@@ -32,6 +33,7 @@ from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
+from verl_qwen35.config.yaml_files import MAX_BYTES, read_limited
 from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
 from verl_qwen35.model.calibration import calibration_of
@@ -248,7 +250,7 @@ def copy_tree(source: Path, target: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     for path in sorted(source.rglob("*")):
         if path.is_file():
-            write_file(target / path.relative_to(source), path.read_bytes(), within=target)
+            write_file(target / path.relative_to(source), read_limited(path, MAX_BYTES, "config file"), within=target)
 
 
 def _writable_dir(directory: Path) -> None:
@@ -481,8 +483,9 @@ def run(args: argparse.Namespace) -> int:
         return _nothing_fits(resolved, own, found)
     if args.sweep is None:
         if args.format == "table":
-            own_dir = [f"--config-dir {args.config_dir}"] if args.config_dir else []
-            line = " ".join([PROG, *own_dir, *args.overrides, f"--top {len(listed)}", "--sweep DIR"])
+            own_dir = ["--config-dir", str(args.config_dir)] if args.config_dir else []
+            # Each word quoted for the shell (a pasted line runs exactly these words); DIR is the user's to fill.
+            line = shlex.join([*PROG.split(), *own_dir, *args.overrides, "--top", str(len(listed))]) + " --sweep DIR"
             print(f"sweep:   {line}  (writes DIR/parallel/*.yaml, runs them as one multirun)")
         return 0
     try:
@@ -495,7 +498,7 @@ def run(args: argparse.Namespace) -> int:
     command = sweep_command(args.sweep, base, names, keys)
     if keys:
         applied(args.sweep, sweep_overrides(base, keys), rows, names, resolved)
-    print("sweep:   " + " ".join(command[1:]), file=sys.stderr, flush=True)
+    print("sweep:   " + shlex.join(command[1:]), file=sys.stderr, flush=True)  # safe to paste: each word quoted
     return run_attached(command, stop_s=SWEEP_STOP_S)  # its own group: stopped with us, nothing left behind
 
 

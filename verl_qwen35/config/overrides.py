@@ -11,9 +11,46 @@ from verl_qwen35.config.errors import refusal, unparsable
 from verl_qwen35.config.schema import NODES
 from verl_qwen35.errors import UserError
 
+MAX_DEPTH = 32  # brackets nested in one override value; verl's deepest key is 7 levels down
+MAX_CHARS = 1 << 20  # one override line (the kernel caps an argument at 128 KiB; a file of overrides does not)
+_OPEN, _CLOSE, _QUOTES = "[{(", "]})", "'\""
+
+
+def check_bounds(lines: list[str]) -> None:
+    """Refuse, before any parser sees it, an override nested deeper than MAX_DEPTH or longer than MAX_CHARS:
+    Hydra's grammar (ANTLR) and OmegaConf recurse per level, so `x=[[[[...]]]]` 10,000 deep ends in a
+    RecursionError traceback and a few hundred deep in a megabyte of error text. One linear scan a line."""
+    for line in lines:
+        if len(line) > MAX_CHARS:
+            raise UserError(
+                f"an override of {len(line):,} characters (`{line[:40]}...`): longer than any value "
+                f"({MAX_CHARS:,}); move the value into a --config-dir file"
+            )
+        depth, quote, escaped = 0, "", False
+        for char in line:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif quote:
+                quote = "" if char == quote else quote
+            elif char in _QUOTES:
+                quote = char
+            elif char in _OPEN:
+                depth += 1
+                if depth > MAX_DEPTH:
+                    key = line.partition("=")[0][:80]
+                    raise UserError(
+                        f"{key}: its value nests brackets deeper than {MAX_DEPTH} levels, deeper than any config; "
+                        "give a flatter value"
+                    )
+            elif char in _CLOSE:
+                depth = max(0, depth - 1)
+
 
 def parse_overrides(lines: list[str]) -> list[Override]:
     """Hydra's own override grammar; a line it cannot read is named with what to do."""
+    check_bounds(lines)
     parser = OverridesParser.create()
     try:
         return parser.parse_overrides(lines)

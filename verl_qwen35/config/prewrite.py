@@ -5,6 +5,7 @@ the command, by a Hydra callback on run and multirun start (Hydra's public hook 
 composition and before any output directory is made).
 """
 
+import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -117,6 +118,9 @@ def discard_unstarted_run() -> tuple[Path, bool] | None:
     return path, fresh
 
 
+SWEEP_MARKS = ("multirun.yaml", ".sweep.lock")  # what a sweep leaves in its directory (run/sweep.py, sweep_lock.py)
+
+
 def claim_run_dir(config: DictConfig) -> None:
     """Claim `hydra.run.dir` for this run alone: its `.hydra/` made here, exclusively (mkdir is atomic), before
     Hydra writes into it. A second run given the same directory (at once, or later) is refused instead of
@@ -128,6 +132,12 @@ def claim_run_dir(config: DictConfig) -> None:
         return
     subdir = OmegaConf.select(config, "hydra.output_subdir", default=None) or ".hydra"
     fresh = not run_dir.exists()
+    if sweep := next((name for name in SWEEP_MARKS if os.path.lexists(run_dir / name)), None):
+        raise UserError(
+            f"hydra.run.dir={run_dir}: is a sweep's directory ({sweep}; hydra.sweep.dir of an earlier or a running "
+            "sweep); a run never writes among a sweep's jobs. Give the run its own directory (leave hydra.run.dir "
+            "out: the default ends in a random tag)"
+        )
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / subdir).mkdir()

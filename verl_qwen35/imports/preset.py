@@ -23,6 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.config import compose
 from verl_qwen35.config.errors import explain
+from verl_qwen35.config.overrides import check_bounds
 from verl_qwen35.config.secrets import credentials_in, findings, looks_secret, redact, shell_secrets
 from verl_qwen35.config.yaml_files import load_json_object, load_mapping
 from verl_qwen35.disk import write_file
@@ -112,6 +113,7 @@ def _outside_verl(lines: list[str]) -> None:
     """Refuse, up front, a script that takes configs from outside the installed verl: another package on
     Hydra's search path (Megatron Lite's `hydra.searchpath=[pkg://verl_mlite.config]`) or a config group
     option verl does not ship (`actor@actor_rollout_ref.actor=mlite_actor`): its engine is not verl's."""
+    check_bounds(lines)  # a script's line nested 10,000 deep: refused before Hydra's grammar recurses on it
     parser, groups = OverridesParser.create(), verl_config_dir()
     for line in lines:
         if line.startswith(("hydra.searchpath=", "+hydra.searchpath=", "++hydra.searchpath=")):
@@ -421,6 +423,7 @@ def import_preset(recorded: Recorded, device: str | None, out: Path, other: Reco
 
 def script_keys(lines: list[str]) -> set[str]:
     """The keys the script's overrides name (`+`/`++` stripped)."""
+    check_bounds(lines)
     parser, keys = OverridesParser.create(), set()
     for line in lines:
         try:

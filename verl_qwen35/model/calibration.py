@@ -33,11 +33,14 @@ import functools
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
 
+from verl_qwen35.config.yaml_files import parse_yaml, read_limited
 from verl_qwen35.data import DATA_DIR
+from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir
 from verl_qwen35.model.layout import Layout, device_of
 from verl_qwen35.model.memory import InputError, ModelFacts, Settings, estimate_layout, read_inputs
@@ -412,21 +415,19 @@ def _positive(v: Any) -> bool:
 
 
 def read_file(path: str, device: str | None = None) -> Calibration:
-    """A calibration file as plain data (yaml.safe_load, bounded size); a broken one names plan.calibration.
+    """A calibration file as plain data (the one reader, config/yaml_files.py); a broken one names plan.calibration.
     What it does not hold comes from the shipped calibration of the device kind its runs ran on (the file's
     `device`, else `device`); a file of one kind is refused for a config of another (`device`)."""
     where = f"plan.calibration={path}"
-    try:
-        with open(path, "rb") as f:
-            text = f.read(MAX_FILE_BYTES + 1)
-    except OSError as err:
-        raise InputError("plan.calibration", f"{where}: cannot read it ({err.strerror})") from None
-    if len(text) > MAX_FILE_BYTES:
-        raise InputError("plan.calibration", f"{where}: larger than {MAX_FILE_BYTES} bytes, not a calibration")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        data = None
+    try:  # the one reader: a regular file only (a FIFO is refused, not waited on), bounded size, aliases and depth
+        raw = read_limited(Path(path), MAX_FILE_BYTES, "calibration")
+        data = parse_yaml(raw.decode("utf-8"), Path(path))
+    except UnicodeDecodeError:
+        raise InputError("plan.calibration", f"{where}: a binary file, not a calibration") from None
+    except UserError as err:
+        raise InputError(
+            "plan.calibration", f"{where}: cannot read it ({str(err).removeprefix(f'{path}: ')})"
+        ) from None
     node = data.get("calibration") if isinstance(data, dict) else None
     if (
         not isinstance(node, dict)

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from verl_qwen35.run.stops import stoppable
+from verl_qwen35.run.stops import signal_of, stoppable
 
 KEEP_BYTES = 64 * 1024  # the tail of the output kept for a message
 GRACE_S = 1.0  # how long a daemon may hold the pipe after the program exited
@@ -71,7 +71,7 @@ def run_attached(argv: Sequence[str], *, stop_s: float = STOP_S) -> int:
         try:
             code = proc.wait()
         except BaseException as stop:
-            _stop(proc, signal.SIGINT if type(stop) is KeyboardInterrupt else signal.SIGTERM, stop_s)
+            _stop(proc, signal_of(stop) if isinstance(stop, KeyboardInterrupt) else signal.SIGTERM, stop_s)
             raise
     _signal_group(proc.pid, signal.SIGKILL)
     return code

@@ -1,4 +1,5 @@
-"""Ctrl-C and SIGTERM (scancel, `timeout`, a killed container) stop the command at a point where stopping is safe.
+"""Ctrl-C and SIGTERM (scancel, `timeout`, a killed container), and the other signals a terminal sends (SIGHUP when
+it closes, SIGQUIT from Ctrl-\\), stop the command at a point where stopping is safe.
 
 Python's own Ctrl-C raises KeyboardInterrupt wherever the main thread happens to be, and SIGTERM's default
 ends the process at once. Raised inside Hydra or OmegaConf, an exception can leave a config half-changed:
@@ -7,8 +8,10 @@ replaces the stop with a traceback; caught by a broad handler on the way, it is 
 So while a command runs (`stops_deferred`), a signal is only noted; it is raised at the next `stop_point`
 (between sweep jobs, and when the command's work is done), or at once inside a `stoppable` block: a wait on a
 child process, verl's training, a network call, code written to be stopped anywhere. Either way it goes up
-as `KeyboardInterrupt` (SIGTERM as its subclass `Terminated`), through every `finally`, to the command's
-`answered`, which writes the summary and exits 128 + the signal.
+as `KeyboardInterrupt` (SIGTERM, SIGHUP and SIGQUIT as its subclass `Terminated`, which names its signal),
+through every `finally` (children stopped by process group, locks released), to the command's `answered`, which
+writes the summary and exits 128 + the signal. SIGHUP and SIGQUIT left at their defaults would end the process
+at once (SIGQUIT with a core dump), skipping all of that.
 """
 
 import signal
@@ -17,20 +20,30 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-STOPS = (signal.SIGINT, signal.SIGTERM)
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the command could stop."""
+    """SIGTERM (or SIGHUP, SIGQUIT: `signum`), raised where the command could stop."""
+
+    def __init__(self, signum: int = signal.SIGTERM) -> None:
+        super().__init__()
+        self.signum = signum
+
+
+def signal_of(stop: KeyboardInterrupt) -> int:
+    """The signal that asked for this stop (SIGINT for a plain KeyboardInterrupt)."""
+    return stop.signum if isinstance(stop, Terminated) else signal.SIGINT
 
 
 def signal_name(stop: KeyboardInterrupt) -> str:
-    return "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
+    return "Ctrl-C" if signal_of(stop) == signal.SIGINT else signal.Signals(signal_of(stop)).name
 
 
 def exit_code(stop: KeyboardInterrupt) -> int:
-    """128 + the signal, as a shell reports a process that the signal ended: 143 SIGTERM, 130 SIGINT."""
-    return 128 + (signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT)
+    """128 + the signal, as a shell reports a process that the signal ended: 130 SIGINT, 143 SIGTERM, 129 SIGHUP,
+    131 SIGQUIT."""
+    return 128 + signal_of(stop)
 
 
 class _Stops:
@@ -40,8 +53,28 @@ class _Stops:
     at_once = False
 
 
+def _stop_for(signum: int) -> KeyboardInterrupt:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise _stop_for(signum)
+
+
+def stops_raised() -> None:
+    """From the command's first line until it defers them (`stops_deferred`): each stop signal raises where it
+    lands, for the command's `answered` (or its entry point, before that exists) to end it quietly with 128 + the
+    signal, instead of SIGTERM's and SIGHUP's silent end or SIGQUIT's core dump, and a traceback from Ctrl-C in
+    the first imports. A signal the process was started with ignored (`nohup`) stays ignored."""
+    if not _main_thread():
+        return
+    for signum in STOPS:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _raise_stop)
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
-    stop = Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+    stop = _stop_for(signum)
     if _Stops.at_once:
         raise stop
     _Stops.pending = _Stops.pending or stop  # the first one asked decides how the command ends

@@ -43,6 +43,7 @@ from verl_qwen35.config.yaml_files import load_json
 from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
 from verl_qwen35.run.stops import stop_point
+from verl_qwen35.run.sweep_dirs import check_job_dirs, check_sweep_dir
 from verl_qwen35.run.sweep_lock import SweepLock, lock_sweep_dir
 
 VERDICT = "verdict.json"
@@ -50,6 +51,7 @@ BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"  # Hyd
 # conf/hydra/sweeper/verl_qwen35.yaml: the basic sweeper's jobs, a job that cannot be composed refused alone.
 JOB_SWEEPER = "hydra_plugins.verl_qwen35_sweeper.job_sweeper.JobSweeper"
 ERROR_LOG = "error.log"
+DEFAULT_SUBDIR = "${hydra.job.num}"  # Hydra's hydra.sweep.subdir: job N writes <sweep dir>/N
 # A verdict is a few KiB; a larger file under a job directory is not one (and is not read into memory).
 VERDICT_MAX_BYTES = 1 << 20
 # A valid job whose memory estimate is above the dry run's warning floor (checks.memory.WARN_FRACTION).
@@ -415,6 +417,9 @@ class SweepSummary(Callback):
         sweep_dir = Path(OmegaConf.select(config, "hydra.sweep.dir")).absolute()
         sweep = ActiveSweep(sweep_dir, secrets.token_hex(6), planned_jobs(config))
         try:  # before Hydra's sweeper writes multirun.yaml and the first job its directory
+            check_sweep_dir(sweep_dir)  # not a single run's, no link where the sweep writes (run/sweep_dirs.py)
+            if OmegaConf.to_container(config.hydra.sweep, resolve=False).get("subdir") == DEFAULT_SUBDIR:
+                check_job_dirs(sweep_dir, [sweep_dir / str(num) for num in range(len(sweep.planned))])
             sweep.lock = lock_sweep_dir(sweep_dir, sweep.sweep_id)
         except UserError as err:
             raise Refused(err) from None  # through Hydra's callback runner, which would make an Exception a warning

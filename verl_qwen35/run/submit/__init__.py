@@ -11,6 +11,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.run.stops import stoppable
 from verl_qwen35.run.submit import kuberay, slurm
 from verl_qwen35.run.submit.base import SubmitError, ray_device, relaunch_argv, submitting
 from verl_qwen35.run.submit.kuberay import submit_kuberay
@@ -42,5 +43,9 @@ def submit(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callabl
     `write_launch_file` writes the run's launch.yaml (run/launch_record.py write_launch_file); a backend calls it
     once it knows the submission can go ahead (sbatch found, the Ray cluster answered). The preflight has
     refused any other backend (checks/submit.py).
+
+    Every backend runs inside one `stoppable` section: a Ctrl-C or SIGTERM noted before it (while the preflight
+    ran) ends the command here, before anything is submitted, and one during it cuts the call where it stands.
     """
-    return SUBMITTERS[cfg.submit.backend](cfg, run_dir, dry, write_launch_file)
+    with stoppable():
+        return SUBMITTERS[cfg.submit.backend](cfg, run_dir, dry, write_launch_file)

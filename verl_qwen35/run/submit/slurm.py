@@ -172,6 +172,9 @@ def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: C
             jobs.append(sbatch([sbatch_path, "--parsable", f"--dependency=afterany:{jobs[-1]}", str(script)], script))
         except SubmitError as err:
             raise SubmitError(f"{err}; already queued: job(s) {' '.join(jobs)} (scancel {' '.join(jobs)})") from None
+        except KeyboardInterrupt:  # stopped mid-chain (submit() is stoppable): say what is queued
+            print(f"slurm      stopped; already queued: job(s) {' '.join(jobs)} (scancel {' '.join(jobs)})")
+            raise
     if len(jobs) > 1:
         print(f"slurm      chained jobs {' -> '.join(jobs)} (each resumes from {cfg.trainer.default_local_dir})")
     print(f"slurm      submitted job {job_id}")
