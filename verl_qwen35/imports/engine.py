@@ -29,6 +29,7 @@ ENGINE_NAMES = {
     "fsdp_turbo": "FSDP-Turbo",
     "veomni": "VeOmni",
     "torchtitan": "TorchTitan",
+    "mindspeed": "verl 0.8's MindSpeed engine (strategy=mindspeed, its `mindspeed` node, not `megatron`)",
     "megatron": "Megatron",
 }
 # Trainer configs of main_ppo that compose to verl's ppo_trainer with the Megatron engine or the default one:
