@@ -342,3 +342,83 @@ def test_an_engine_or_entrypoint_outside_verls_main_ppo_is_named(cli, tmp_path, 
     done = cli("import", str(script), "--out", str(tmp_path / "p"))
     assert done.code == 2 and named in done.err and "not supported" in done.err or "main_ppo launches only" in done.err
     assert not (tmp_path / "p").exists()
+
+
+# verl's own scripts of another engine or model (copied at 1dda039b, tests/import_scripts/verl/SOURCES.md): refused
+# whole, naming what they are and what this project carries, before any key is mapped or dropped.
+@pytest.mark.parametrize(
+    ("script", "named"),
+    [
+        ("run_qwen3_5_35b_fsdp.sh", ["FSDP2", "actor_rollout_ref.actor.strategy=fsdp2", "model_engine=dp"]),
+        ("run_qwen3_5_35b_a3b_veomni.sh", ["VeOmni", "model_engine=veomni"]),
+        ("run_qwen3_30b_a3b_megatron.sh", ["Qwen/Qwen3-30B-A3B-Base: another model", "Qwen/Qwen3.5-35B-A3B"]),
+    ],
+)
+def test_a_script_of_another_engine_or_model_is_refused_naming_it(cli, tmp_path, script, named):
+    done = cli("import", str(VERL_SCRIPTS / script), "--out", str(tmp_path / "p"))
+    assert done.code == 2, done.said
+    assert all(n in done.err for n in named), done.err
+    assert "model_engine=megatron" in done.err or "Qwen3.5/3.6 MoE models" in done.err  # what the project carries
+    assert "has no key" not in done.said and "Traceback" not in done.said
+    assert not (tmp_path / "p").exists()
+
+
+MAIN_PPO = "python3 -m verl.trainer.main_ppo"
+MEGATRON_35B = f"{MAIN_PPO} model_engine=megatron actor_rollout_ref.model.path=Qwen/Qwen3.5-35B-A3B"
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        (f"{MEGATRON_35B} actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.actor.strategy=fsdp2 (FSDP2)"),
+        (f"{MEGATRON_35B} --config-name=sft_trainer_engine", "a config of the installed verl for another trainer"),
+        (f"{MEGATRON_35B} --config-name mine", "not a config the installed verl ships"),
+        (f"{MEGATRON_35B} --config-path /opt/mine", "configs from outside the installed verl"),
+        (f"{MAIN_PPO} actor_rollout_ref.model.path=Qwen/Qwen3.5-35B-A3B", "model_engine=dp"),
+    ],
+)
+def test_a_launch_that_does_not_run_the_megatron_engine_is_refused(cli, tmp_path, line, named):
+    done = _bad(cli, tmp_path, line + "\n")
+    assert named in done.err, done.err
+
+
+def test_the_legacy_megatron_trainer_config_is_verls_megatron_engine(cli, tmp_path):
+    script = tmp_path / "legacy.sh"
+    script.write_text(
+        "python3 -m verl.trainer.main_ppo --config-name ppo_megatron_trainer "
+        "actor_rollout_ref.model.path=Qwen/Qwen3.5-35B-A3B actor_rollout_ref.rollout.n=8\n"
+    )
+    done = cli("import", str(script), "--out", str(tmp_path / "p"))
+    assert done.code == 0, done.said
+    assert "--config-name ppo_megatron_trainer: a Hydra flag" in done.out  # one line, its value with it
+
+
+A3_2X16 = Path(__file__).parents[1] / "import_scripts" / "qwen3_5_35b_a3_2x16.sh"
+
+
+def test_a_short_script_imports_into_a_preset_that_alone_is_the_script(imported, cli):
+    """Issue 40's new user: 15 overrides for 2 x 16 A3 with TensorBoard. The preset folder holds all of it (no
+    `~KEY` on the command line), the report claims nothing the composed preset lacks, and the printed command
+    gives a verdict (the script's own mistakes, refused naming keys), never a traceback."""
+    done, out = imported(A3_2X16, "npu")
+    assert done.code == 0, done.said
+    command = done.out.strip().splitlines()[-1]
+    assert " ~" not in command and "~" not in command.split("logger=")[-1]
+    assert "still differs" not in done.out
+    preset = _preset_config(command)
+    said = [line.split(":", 1)[0].strip() for line in _section(done.out, "changed by us:")]
+    kept = [key for key in said if f"{key}: kept from the preset" in done.out]
+    assert kept and [k for k in kept if k not in preset] == []  # every variable said kept is in the preset
+    assert "ENV.WANDB_DIR" not in done.out  # the script's logger group has no wandb
+    recorded = run_script(A3_2X16, "npu")
+    env = {k: v.replace("${oc.env:HOME}", str(Path.home())) for k, v in recorded.env.items()}
+    script = _script_config(recorded.overrides, env)
+    unreported = _differences(script, preset) - _reported(done.out)
+    assert not unreported, {k: (script.get(k), preset.get(k)) for k in unreported}
+    assert (
+        "actor_rollout_ref.actor.optim.override_optimizer_config"
+        in _section(done.out, next(line for line in done.out.splitlines() if line.startswith("ours only, left out")))[1]
+    )
+    checked = cli(*shlex.split(command)[1:], "dry_run=true")
+    assert checked.code == 2 and "verdict    REFUSED" in checked.said, checked.said
+    assert "Traceback" not in checked.said and "[actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu]" in checked.said

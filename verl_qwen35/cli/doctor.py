@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from verl_qwen35.checks.known_issues import KnownIssue, installed_issues, known_issues, trigger_text
 from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.data import MATRIX_DIR
@@ -37,12 +38,25 @@ def stacks_table(stacks: list[Stack]) -> str:
     return tabulate(rows, headers=("component", "installed", *(s.name for s in stacks)), tablefmt="plain")
 
 
+def issue_lines(found: list[tuple[KnownIssue, dict[str, str]]]) -> list[str]:
+    """The known upstream issues the installed packages are in range of, each with what triggers it."""
+    lines = []
+    for issue, versions in found:
+        stack = ", ".join(f"{n} {v}" for n, v in versions.items())
+        lines.append(f"  {issue.id} ({issue.level}, {stack}): {issue.title}")
+        lines.append(f"    when {trigger_text(issue)}; workaround: {issue.workaround} ({issue.link})")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="verl-qwen35 doctor", description=__doc__.splitlines()[0])
     parser.add_argument("device", nargs="?", default=None, help="device=gpu|npu (detected when omitted)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
     parser.add_argument("--matrix", type=Path, help="a version matrix of your own instead of matrix/<device>.yaml")
+    parser.add_argument(
+        "--config-dir", type=Path, action="append", default=[], help="a directory whose known_issues.yaml adds entries"
+    )
     args = parser.parse_args(argv)
     device = args.device.removeprefix("device=") if args.device else detect_device()
     if device not in DEVICES:
@@ -59,9 +73,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"doctor: --matrix {err}", file=sys.stderr)
         return 2
     failing = [v for v in verdicts if not v.ok]
+    issues = installed_issues(known_issues(args.config_dir), device)  # a bad team file: exit 2 naming it
     if args.format == "json":
         shown = {"device": device, "ok": not failing, "components": [asdict(v) for v in verdicts]}
         shown["rules"] = rules_line(device)
+        shown["known_issues"] = [
+            {"id": i.id, "level": i.level, "link": i.link, "title": i.title, "installed": v, "when": trigger_text(i)}
+            for i, v in issues
+        ]
         print(json.dumps(shown | {"stacks": [asdict(s) for s in stacks]}, indent=2))
     else:
         print(f"device={device}; matrix {matrix}")
@@ -69,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         verdict = "ready to launch" if not failing else f"NOT ready: {', '.join(v.name for v in failing)}"
         print(rules_line(device))  # the versions a dry run's rules follow, as it prints them
         print(f"verdict: {verdict}")
+        if issues:  # said, not failed: each bites only with the settings it names (the dry run checks those)
+            print("\nknown upstream issues of the installed versions (the dry run checks their settings):")
+            print("\n".join(issue_lines(issues)))
         if stacks:
             print("\nstacks verl pins (shown, not enforced):")
             print(stacks_table(stacks))

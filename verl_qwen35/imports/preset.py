@@ -28,8 +28,9 @@ from verl_qwen35.config.secrets import credentials_in, findings, looks_secret, r
 from verl_qwen35.config.yaml_files import load_json_object, load_mapping
 from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
+from verl_qwen35.imports.engine import CONFIG_NAME_FLAGS, CONFIG_PATH_FLAGS, check_engine
 from verl_qwen35.imports.script import Recorded
-from verl_qwen35.installed import conf_dir, verl_config_dir
+from verl_qwen35.installed import conf_dir, installed_verl_version, verl_config_dir
 from verl_qwen35.review.flat import flatten
 from verl_qwen35.run.environment import effective_env
 
@@ -41,6 +42,7 @@ NOT_CARRIED = {"CUDA_VISIBLE_DEVICES": "Ray assigns devices to each worker; a fi
 # Written on verl's key, never on the key our conf feeds it from: a script's model path is a path (or hub id),
 # not our model preset's hf_id.
 ON_VERL_KEY = frozenset({"actor_rollout_ref.model.path"})
+FLAGS_WITH_VALUE = frozenset({*CONFIG_NAME_FLAGS, *CONFIG_PATH_FLAGS})
 _INTERPOLATION = re.compile(r"^\$\{((?:parallel|megatron|model)\.[\w.]+)\}$")
 
 
@@ -56,7 +58,8 @@ class Imported:
     unmapped: list[tuple[str, str]] = field(default_factory=list)  # (override or key, reason)
     files: dict[str, dict[str, Any]] = field(default_factory=dict)  # group -> flat key -> value
     moved: list[str] = field(default_factory=list)  # verl keys written once on our source key
-    removed: list[str] = field(default_factory=list)  # our keys neither the script nor verl has: `~KEY`
+    removed: list[str] = field(default_factory=list)  # our keys neither the script nor verl has
+    cleared: dict[str, list[str]] = field(default_factory=dict)  # node cleared and listed whole -> removed keys
     logger: list[str] | None = None  # the script's trainer.logger, as our logger group
     script_keys: set[str] = field(default_factory=set)  # keys the script's overrides name
     script: dict[str, Any] = field(default_factory=dict)  # verl's config with the script's overrides, flattened
@@ -66,7 +69,12 @@ class Imported:
         groups = [f"{g}={NAME}" for g in ("parallel", "tuning") if g in self.files]
         if self.logger is not None:
             groups.append(f"logger=[{','.join(self.logger)}]")
-        return [*groups, *(f"~{key}" for key in self.removed)]
+        return [*groups, *(f"~{key}" for key in self.on_command_line())]
+
+    def on_command_line(self) -> list[str]:
+        """Removed keys no cleared node carries: said as `~KEY` on the command line (a node we cannot list whole)."""
+        carried = {k for keys in self.cleared.values() for k in keys}
+        return [k for k in self.removed if k not in carried]
 
     def command(self, out: Path) -> str:
         where = shlex.quote(str(out))
@@ -141,12 +149,18 @@ def _outside_verl(lines: list[str]) -> None:
 def verl_effective(lines: list[str], result: Imported) -> DictConfig:
     """verl's config with the script's overrides; overrides verl cannot take are set aside, with the reason."""
     _outside_verl(lines)
+    check_engine(lines)  # another engine's keys are not "keys verl lacks": refused whole, named
     parser = OverridesParser.create()
     base = _verl_base()
-    kept, added = [], set()
+    kept, added, flag = [], set(), None
     for line in lines:
+        if flag is not None:  # `--config-name NAME`: the flag's value, not an override
+            result.unmapped[-1] = (f"{flag} {line}", result.unmapped[-1][1])
+            flag = None
+            continue
         if line.startswith("-"):
             result.unmapped.append((line, "a Hydra flag, not an override; the preset has verl's config as its base"))
+            flag = line if line in FLAGS_WITH_VALUE else None
             continue
         try:
             override = parser.parse_override(line)
@@ -161,12 +175,16 @@ def verl_effective(lines: list[str], result: Imported) -> DictConfig:
             and not _has_key(base, key)
             and not any(key.startswith(f"{a}.") or key == a for a in added)
         ):
-            result.unmapped.append((line, f"the installed verl has no key {key} (its setting cannot be carried)"))
+            result.unmapped.append(
+                (
+                    line,
+                    f"verl {installed_verl_version()}'s config (model_engine=megatron) has no key {key}: verl "
+                    f"{installed_verl_version()} itself refuses this line (Hydra: key not in struct); the script "
+                    "was written for another verl, or the key is misspelt",
+                )
+            )
             continue
         kept.append(line)
-    engine = next((ln.split("=", 1)[1] for ln in reversed(kept) if ln.startswith("model_engine=")), None)
-    if engine not in (None, "megatron"):
-        raise UserError(f"the script runs model_engine={engine}; this project runs verl's Megatron engine only")
     return _verl_compose(["model_engine=megatron", *kept])
 
 
@@ -220,8 +238,9 @@ def closest_model(path: str) -> str:
                 return name
     choices = ", ".join(f"{m['hf_id']} (model={n})" for n, m in presets.items())
     raise UserError(
-        f"actor_rollout_ref.model.path={path} names none of our models ({choices}); set it to one of them, "
-        "or to a local checkpoint whose config.json has their architecture"
+        f"actor_rollout_ref.model.path={path}: another model; this project carries the Qwen3.5/3.6 MoE models "
+        f"{choices} only (their architecture facts, layouts and memory model); set the path to one of them, or to a "
+        "local checkpoint whose config.json has their architecture"
     )
 
 
@@ -374,8 +393,56 @@ def _map_env(recorded: Recorded, ours_cfg: DictConfig, result: Imported, other_d
                 result.fixes[f"ENV.{name}"] = f"proxies cleared on every device{other}: the script leaves them set"
 
 
+CLEAR = f"{NAME}_clear"  # tuning/imported_clear.yaml: the nodes the preset lists whole, cleared first
+
+
+def _verl_node(node: str) -> str:
+    """The verl node a node of ours feeds (`megatron.X` feeds the actor's and the ref's `megatron.X`)."""
+    return ACTOR_MEGATRON + node.removeprefix("megatron.") if node.startswith("megatron.") else node
+
+
+def _clear_nodes(result: Imported, ours_raw: dict[str, Any]) -> None:
+    """A key of ours that neither the script nor verl has cannot be taken away by a file Hydra merges; the node
+    holding it is cleared (set to null by tuning/imported_clear.yaml, merged before tuning/imported.yaml) and
+    listed whole, as the script has it, in tuning/imported.yaml. So the preset folder alone composes the
+    script. Not for a node fed by an interpolation of ours (it would be written out as literals), for a node the
+    script lacks, or a top-level one: those stay `~KEY` on the command line."""
+    result.cleared = {}
+    for key in result.removed:
+        node = key.rpartition(".")[0]
+        verl_node = _verl_node(node)
+        if node.count(".") < 1 or node in ("megatron",):
+            continue
+        leaves = {k[len(verl_node) + 1 :]: v for k, v in result.script.items() if k.startswith(f"{verl_node}.")}
+        if not leaves and result.script.get(verl_node) != {}:
+            continue
+        if any("${" in str(v) for k, v in ours_raw.items() if k.startswith(f"{node}.")):
+            continue
+        if any(_secret(f"{node}.{k}", v) for k, v in leaves.items()):
+            continue
+        result.cleared.setdefault(node, []).append(key)
+        tuning = result.files.setdefault("tuning", {})
+        for k in [k for k in tuning if k == node or k.startswith(f"{node}.")]:
+            del tuning[k]
+        tuning.update({f"{node}.{k}": v for k, v in leaves.items()} or {node: {}})
+
+
 def _write(out: Path, result: Imported) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    if result.cleared:
+        tree: dict[str, Any] = {}
+        for node in result.cleared:
+            *parents, last = node.split(".")
+            at = tree
+            for part in parents:
+                at = at.setdefault(part, {})
+            at[last] = None
+        header = (
+            "# @package _global_\n# Imported by `verl-qwen35 import`: the nodes tuning/imported.yaml lists whole, "
+            "cleared first (ours has keys\n# neither the script nor verl has; a merged file cannot remove a key).\n"
+        )
+        body = yaml.safe_dump(tree, sort_keys=False, allow_unicode=True, default_flow_style=False)
+        write_file(out / "tuning" / f"{CLEAR}.yaml", header + body, within=out)
     for group, flat in result.files.items():
         tree: dict[str, Any] = {}
         for key, value in flat.items():
@@ -388,7 +455,8 @@ def _write(out: Path, result: Imported) -> None:
         has_base = (conf_dir() / group / f"{base}.yaml").is_file()
         header = "# @package _global_\n" if group == "tuning" else ""
         header += f"# Imported by `verl-qwen35 import`: only what differs from {group}/{base}.\n"
-        defaults = {"defaults": [base, "_self_"]} if has_base else {}
+        cleared = [CLEAR] if group == "tuning" and result.cleared else []
+        defaults = {"defaults": [*([base] if has_base else []), *cleared, "_self_"]} if has_base or cleared else {}
         body = yaml.safe_dump({**defaults, **tree}, sort_keys=False, allow_unicode=True, default_flow_style=False)
         write_file(out / group / f"{NAME}.yaml", header + body, within=out)
 
@@ -412,11 +480,19 @@ def import_preset(recorded: Recorded, device: str | None, out: Path, other: Reco
     result.script_keys = script_keys(recorded.overrides)
     ours_cfg = compose([f"model={result.model}", f"device={result.device}"])
     _map_keys(script, ours_cfg, result, derived=False)
-    _map_env(recorded, ours_cfg, result, other)
+    # The environment is compared with ours as the preset composes it: with the script's logger group (which sets
+    # where each backend writes: WANDB_DIR for wandb, TENSORBOARD_DIR for tensorboard), not our default one.
+    logger = [f"logger=[{','.join(result.logger)}]"] if result.logger is not None else []
+    env_cfg = compose([f"model={result.model}", f"device={result.device}", *logger]) if logger else ours_cfg
+    _map_env(recorded, env_cfg, result, other)
+    ours_raw = flatten(OmegaConf.to_container(ours_cfg, resolve=False))
+    _clear_nodes(result, ours_raw)
     _write(out, result)
     _map_keys(script, composed(result, out)[0], result, derived=True)
+    _clear_nodes(result, ours_raw)
     for group in result.files:
         (out / group / f"{NAME}.yaml").unlink(missing_ok=True)  # the second pass may add a group
+    (out / "tuning" / f"{CLEAR}.yaml").unlink(missing_ok=True)
     _write(out, result)
     return result
 
@@ -454,7 +530,7 @@ def residual(result: Imported, recorded: Recorded, out: Path) -> dict[str, tuple
             result.script or flatten(verl_effective(recorded.overrides, Imported(model="", device="")))
         ).items()
     }
-    script.update({f"ENV.{k}": v for k, v in recorded.env.items()})
+    script.update({f"ENV.{k}": _as_launched(v) for k, v in recorded.env.items()})
     _, ours = composed(result, out)
     verl_top = {k.split(".", 1)[0] for k in script} | {"ENV"}
     return {k: v for k, v in differences(script, ours, verl_top).items() if k not in result.fixes}
@@ -472,8 +548,15 @@ def report(result: Imported, out: Path, leftover: dict[str, tuple], notes: Itera
     lines += ["verl's default (the script leaves it; our preset has another value):"]
     defaults = [m for m in result.mapped if m not in given]
     lines += [f"  {key} -> {where} = {redact(repr(value))}" for key, where, value in defaults]
-    if result.removed:
-        lines += ["ours only, removed (neither the script nor verl has it):"] + [f"  ~{k}" for k in result.removed]
+    if result.cleared:
+        lines += [f"ours only, left out (neither the script nor verl has it; tuning/{CLEAR}.yaml clears the node):"]
+        lines += [
+            f"  {node}: listed whole as the script has it, without {', '.join(k.rpartition('.')[2] for k in keys)}"
+            for node, keys in result.cleared.items()
+        ]
+    if result.on_command_line():
+        lines += ["ours only, removed on the command line (neither the script nor verl has it):"]
+        lines += [f"  ~{k}" for k in result.on_command_line()]
     lines += ["changed by us:"] + [f"  {key}: {why}" for key, why in sorted(result.fixes.items())]
     lines += [f"  {line}" for line in result.moved]
     if result.unmapped:

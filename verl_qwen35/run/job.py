@@ -9,10 +9,12 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from verl_qwen35.checks import preflight
+from verl_qwen35.checks.known_issues import config_problems
 from verl_qwen35.checks.megatron_keys import planned_mcore
 from verl_qwen35.checks.memory import headroom_warnings, memory_numbers
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.rewrites import startup_rewrites
+from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.checks.tracking import backends, swanlab_login_problems
 from verl_qwen35.checks.verl_settings import deprecation_notes
 from verl_qwen35.checks.versions import rules_line
@@ -51,6 +53,8 @@ def job_context() -> tuple[dict[str, str], str | None]:
 def problems(run: Run) -> list[Problem]:
     cfg, mode = run.config, run.mode
     found = preflight(cfg, machine_missing="warning" if mode == "dry" else "error", estimate=run.estimate)
+    if not structure_problems(cfg):  # a missing section: nothing reads inside it
+        found += config_problems(cfg, user_config_dirs(), os.environ)  # upstream bugs this config would meet
     schema = run.choices.get("verl_schema")
     if mode != "dry" and schema and schema != installed_verl_schema():
         found.append(
@@ -75,6 +79,17 @@ def problems(run: Run) -> list[Problem]:
         found += launch_problems(cfg)  # the stack and the cluster's devices, before verl starts Ray
         found += swanlab_login_problems(cfg, os.environ)  # this shell's key, as at the stack check
     return found
+
+
+def user_config_dirs() -> list[Path]:
+    """The `--config-dir` directories of the Hydra job being run (Hydra records them as `command-line` sources)."""
+    if not HydraConfig.initialized():
+        return []
+    return [
+        Path(source.path)
+        for source in HydraConfig.get().runtime.config_sources
+        if source.provider == "command-line" and source.schema == "file"
+    ]
 
 
 def real_or_missing(run: Run) -> list[Problem]:
