@@ -141,14 +141,7 @@ def open_append(path: Path) -> int:
     (O_NOFOLLOW) and never blocking on a FIFO (O_NONBLOCK). Raises OSError (ELOOP for a link), NotRegular."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegular(f"{path}: not a regular file (a FIFO, a device or a directory); not written")
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return _regular_or_closed(fd, f"{path}: not a regular file (a FIFO, a device or a directory); not written")
 
 
 def make_dirs(path: Path, within: Path) -> Path:
@@ -179,9 +172,15 @@ def open_lock_file(path: Path) -> int:
     except FileExistsError:
         pass
     fd = os.open(path, flags | os.O_NONBLOCK)
+    return _regular_or_closed(fd, f"{path}: not a regular file (a FIFO, a device or a directory); not used as a lock")
+
+
+def _regular_or_closed(fd: int, refusal: str) -> int:
+    """`fd`, made blocking, when it is a regular file (opened O_NONBLOCK so a FIFO did not wait); else closed and
+    NotRegular(refusal) raised."""
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegular(f"{path}: not a regular file (a FIFO, a device or a directory); not used as a lock")
+            raise NotRegular(refusal)
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
