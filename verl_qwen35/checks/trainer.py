@@ -40,6 +40,15 @@ TRACKER = "latest_checkpointed_iteration.txt"  # get_checkpoint_tracker_filename
 ON_THIS_MACHINE = " [machine check: an error at launch and with dry_run=full]"
 
 
+def drill_checkpoint(cfg: DictConfig, path: str) -> bool:
+    """`path` is the checkpoint the resume drill's first job saves (conf/trial/drill_resume.yaml): not there before
+    that job has run, which a dry run of the drill's sweep cannot wait for."""
+    trial = cfg.get("trial")
+    if not hasattr(trial, "get") or trial.get("drill") != "resume":
+        return False
+    return path == f"{trial.get('checkpoint_dir')}/global_step_{trial.get('steps')}"
+
+
 def resume_problems(cfg: DictConfig, missing: Level = "error") -> list[Problem]:
     mode = cfg.trainer.get("resume_mode", "auto")
     if mode not in RESUME_MODES:
@@ -71,7 +80,16 @@ def resume_problems(cfg: DictConfig, missing: Level = "error") -> list[Problem]:
             error(RESUME, f"={path!r}: verl reads the step as int({step!r}); end the path with global_step_<N>")
         ]
     actor = Path(path).expanduser() / "actor"
-    if not actor.is_dir():
+    if not actor.is_dir() and drill_checkpoint(cfg, path) and cfg.get("dry_run") in (True, "full"):
+        found.append(
+            warning(
+                RESUME,
+                f"{actor} does not exist yet: the resume drill's first job (trial=drill_save, trial.steps="
+                f"{cfg.trial.steps}, trial.checkpoint_dir={cfg.trial.checkpoint_dir}) writes it at its last step; "
+                "run that job first (a -m sweep runs its jobs in order); at launch it is an error if still missing",
+            )
+        )
+    elif not actor.is_dir():
         where = ON_THIS_MACHINE if missing == "warning" else ""
         found.append(Problem(missing, (RESUME,), f"{actor} does not exist; verl loads the actor from it{where}"))
     elif why := mismatch(actor, installed_verl_schema(), Path(path).expanduser().parent):

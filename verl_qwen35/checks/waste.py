@@ -177,6 +177,8 @@ def saving_problems(cfg: DictConfig) -> list[Problem]:
         return []
     if _get(cfg, f"{T}.val_only") and _get(cfg, f"{T}.val_before_train", True):
         return []  # a validation-only run trains nothing to save
+    if _get(cfg, "trial.name", "none") != "none":
+        return []  # a trial (conf/trial/) saves nothing on purpose; its resume drill (drill_save) saves the last step
     return [
         warning(
             f"{T}.save_freq",

@@ -155,6 +155,24 @@ class Plan:
 
 
 @dataclass
+class Trial:
+    """A short real run of the same layout and recipe (conf/trial/, docs/planning.md "Trial runs"): how many steps,
+    and the resume drill's part and checkpoint folder. `trial=none` (the default) changes nothing in verl's keys."""
+
+    # The option in force: none, short, drill_save, drill_resume (or a `verl-qwen35 plan --trial` job's own file).
+    name: str = "none"
+    # Steps a trial runs (trainer.total_training_steps); the first is warm-up: calibrate and report take the median
+    # of each phase over the steps after each start's first.
+    steps: int = 4
+    # The resume drill: none; save (a checkpoint at the last step); resume (from that checkpoint, one more step).
+    drill: str = "none"
+    # Where the drill saves and resumes (trainer.default_local_dir of both jobs): an absolute path on storage both
+    # jobs see (`plan --trial DIR` writes DIR/resume_drill); a relative one is taken from each job's working
+    # directory, as verl does (ray_trainer.py _load_checkpoint: os.getcwd()).
+    checkpoint_dir: str = "checkpoints/${trainer.project_name}/trial_resume_drill"
+
+
+@dataclass
 class SubmitNone:
     backend: str = "none"
 
@@ -250,6 +268,7 @@ NODES = {
     "env": Env,
     "launch_checks": LaunchChecks,
     "plan": Plan,
+    "trial": Trial,
 }
 
 
