@@ -26,6 +26,7 @@ from verl_qwen35.installed import conf_dir
 from verl_qwen35.run import sweep
 from verl_qwen35.run.sweep import (
     MEMORY_COLUMNS,
+    STEP_COLUMNS,
     VERDICT,
     ActiveSweep,
     SweepSummary,
@@ -69,7 +70,8 @@ def test_a_sweep_with_one_refused_job_exits_2_and_tabulates_every_job(multirun, 
         ("0", "2", "True", "ok"),
         ("1", "3", "False", "refused"),
     ]
-    assert list(rows[0]) == ["job", "parallel.tp", "valid", *MEMORY_COLUMNS, "status", "reason"], "swept keys only"
+    columns = ["job", "parallel.tp", "valid", "status", *STEP_COLUMNS, *MEMORY_COLUMNS, "reason"]
+    assert list(rows[0]) == columns, "swept keys only"
     assert rows[0]["reason"] == ""
     assert rows[1]["reason"].startswith("parallel.tp: world 1x8=8 is not divisible by tp*pp*cp=3*1*1=3")
     verdicts = [json.loads((tmp_path / "sweep" / str(n) / VERDICT).read_text()) for n in (0, 1)]
@@ -89,12 +91,21 @@ def test_an_all_valid_sweep_exits_0_and_a_job_above_the_headroom_floor_says_so(m
     assert code == 0, "a warning is no refusal"
     assert "sweep: 2 job(s), 2 valid, 0 refused, 1 little headroom" in out
     assert [(r["status"], r["valid"]) for r in rows] == [("little headroom", "True"), ("ok", "True")]
-    assert rows[0]["reason"].startswith("parallel.ep: training needs 56.2 GiB of 61.27 GiB (92%) per device")
+    needs = "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: training needs 56.2 GiB of 61.27 GiB (92%)"
+    assert rows[0]["reason"].startswith(needs)  # the old-policy pass is the peak: its micro-batch first
     assert "little headroom" in rows[0]["reason"] and rows[1]["reason"] == ""
     typed = json.loads((tmp_path / "sweep" / "summary.json").read_text())
     assert [r["hardware.device_memory_gib"] for r in typed] == [61.27, 64]
     assert [type(r[c]) for r in typed for c in MEMORY_COLUMNS] == [float] * 6 and typed[0]["valid"] is True
     assert typed[0]["train_gib"] == typed[1]["train_gib"] and typed[0]["train_gib"] / 61.27 > 0.9
+    # What a person reads: not a plain `True` above the floor, and each job's predicted step with its band.
+    printed = {line.split()[0]: line for line in out.splitlines() if line[:1].isdigit()}
+    assert "True (little headroom)  little headroom" in printed["0"]
+    assert "True (little headroom)" not in printed["1"] and " True " in printed["1"]
+    step = typed[0]
+    assert step["step_low_s"] < step["step_s"] < step["step_high_s"]
+    assert f"~{step['step_s']:.0f} ({step['step_low_s']:.0f}-{step['step_high_s']:.0f})" in printed["0"]
+    assert "s/step (band)" in out and float(rows[0]["step_s"]) == step["step_s"]
 
 
 def _verdict(sweep_dir: Path, job: int, overrides: list[str], errors=(), status=None, sweep_id="this") -> None:
@@ -120,7 +131,7 @@ def test_summary_keeps_this_sweeps_jobs_adds_planned_ones_and_skips_unreadable_v
     (tmp_path / "7" / VERDICT).write_text("{not json")
     planned = [["model=35b", "parallel.tp=2"], ["model=35b", "parallel.tp=3"], ["model=35b", "parallel.tp=4"]]
     rows = summarize(tmp_path, "this", planned)
-    blank = dict.fromkeys(MEMORY_COLUMNS)  # no memory estimate in these verdicts
+    blank = dict.fromkeys([*STEP_COLUMNS, *MEMORY_COLUMNS])  # no memory estimate nor step in these verdicts
     assert rows == [
         {"job": 0, "parallel.tp": 2, "valid": True, **blank, "status": "ok", "reason": ""},
         {"job": 1, "parallel.tp": 3, "valid": False, **blank, "status": "refused", "reason": "parallel.tp: bad tp"},
@@ -132,7 +143,7 @@ def test_summary_keeps_this_sweeps_jobs_adds_planned_ones_and_skips_unreadable_v
 def test_when_nothing_varies_every_override_is_a_column(tmp_path):
     _verdict(tmp_path, 0, ["model=35b", "device=gpu"])
     (row,) = summarize(tmp_path, "this")
-    assert list(row) == ["job", "device", "model", "valid", *MEMORY_COLUMNS, "status", "reason"]
+    assert list(row) == ["job", "device", "model", "valid", "status", *STEP_COLUMNS, *MEMORY_COLUMNS, "reason"]
 
 
 def test_first_reason_is_the_short_key_and_message_of_the_first_error():
@@ -421,7 +432,8 @@ def test_a_submitted_sweep_has_a_job_id_column_empty_where_a_job_was_not_submitt
     sweep.note_job_id(str(tmp_path / "0"), "4242")
     rows = summarize(tmp_path, "this")
     assert [(r["job_id"], r["status"]) for r in rows] == [("4242", "ok"), ("", "ok")]
-    assert list(rows[0]) == ["job", "parallel.tp", "valid", *MEMORY_COLUMNS, "job_id", "status", "reason"]
+    columns = ["job", "parallel.tp", "valid", "status", *STEP_COLUMNS, *MEMORY_COLUMNS, "job_id", "reason"]
+    assert list(rows[0]) == columns
 
 
 def test_a_verdict_without_a_status_is_ok_when_valid_else_refused(tmp_path):

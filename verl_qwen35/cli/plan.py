@@ -17,7 +17,9 @@ usage error.
 """
 
 import argparse
+import dataclasses
 import json
+import math
 import os
 import shlex
 import sys
@@ -42,6 +44,7 @@ from verl_qwen35.model.memory import InputError, read_inputs
 from verl_qwen35.model.pipeline import Split
 from verl_qwen35.model.run import Run
 from verl_qwen35.planner.batches import KEYS as BATCH_KEYS
+from verl_qwen35.planner.measured import rollout_measured, unmeasured_note
 from verl_qwen35.planner.search import (
     FIRST,
     LAST,
@@ -50,12 +53,16 @@ from verl_qwen35.planner.search import (
     TRAINING,
     Candidate,
     Search,
+    crossing_groups,
+    headroom_step,
     judge,
     search,
     split_overrides,
     user_split,
     verified,
 )
+from verl_qwen35.planner.trials import Cost, cost, drill_names, spread
+from verl_qwen35.planner.whole_run import checkpoint
 from verl_qwen35.run.child import run_attached
 from verl_qwen35.run.resolved import build_run
 from verl_qwen35.run.stops import stops_deferred
@@ -113,7 +120,13 @@ def name_of(rank: int, lo: Layout, split: Split | None = None, changed: tuple[tu
 
 
 def record(
-    rank: int | None, c: Candidate, base: list[str], current: bool, steps: int | None, base_split: Split
+    rank: int | None,
+    c: Candidate,
+    base: list[str],
+    current: bool,
+    steps: int | None,
+    base_split: Split,
+    device: str = "gpu",
 ) -> dict[str, Any]:
     """One JSON object: layout numbers, the overrides that give it, the step time, the estimate, whether it fits."""
     changed = {key for key, _ in c.batches}
@@ -130,15 +143,24 @@ def record(
         "tier": c.tier,
         "step_time": c.time.as_dict(steps),
         "memory_headroom": round(c.headroom, 4),
+        "crossing_groups": crossing_groups(c.layout),
+        "rollout_measured": rollout_measured(c.layout, device),
         "estimate": c.estimate.as_dict(),
     }
 
 
-def table(rows: list[tuple[str, Candidate]], base_split: Split) -> str:
+def headroom_cell(c: Candidate) -> str:
+    """The headroom in whole percent, rounded down as its step is (34.8% is "34%", never "35% [30+]"), and for a
+    tier-1 row the 5% step tier 1 is ordered by ("26% [25+]": 25-30%)."""
+    pct = f"{math.floor(round(100 * c.headroom, 6))}%"
+    return f"{pct} [{headroom_step(c.headroom)}+]" if c.tier == 1 else pct
+
+
+def table(rows: list[tuple[str, Candidate]], base_split: Split, device: str = "gpu") -> str:
     from tabulate import tabulate  # only the table format prints one
 
     head = ("rank", "tier", "tp", "pp", "cp", "ep", "etp", "vpp", "first/last", "gen tp/dp/ep", "s/step (band)")
-    head += ("gen s", "train s", "train GiB", "rollout GiB", "headroom", "warnings", "override line")
+    head += ("gen s", "train s", "train GiB", "rollout GiB", "headroom", "x-node", "warnings", "override line")
     body = []
     for rank, c in rows:
         lo, e, t = c.layout, c.estimate, c.time
@@ -149,13 +171,14 @@ def table(rows: list[tuple[str, Candidate]], base_split: Split) -> str:
                 "equal" if c.tier == 1 else str(c.tier or "-"),
                 *(str(getattr(lo, n)) if getattr(lo, n) is not None else "-" for n in TRAINING),
                 "-" if c.split.first is None and c.split.last is None else f"{c.split.first}/{c.split.last}",
-                f"{lo.gen_tp}/{lo.gen_dp}/{lo.gen_ep}",
+                f"{lo.gen_tp}/{lo.gen_dp}/{lo.gen_ep}" + ("" if rollout_measured(lo, device) else "*"),
                 f"~{t.total:.0f} ({t.low:.0f}-{t.high:.0f})",
                 f"{rollout:.0f}",
                 f"{t.total - rollout:.0f}",
                 f"{e.train_gib:.1f}",
                 f"{e.rollout_gib:.1f}",
-                f"{100 * c.headroom:.0f}%",
+                headroom_cell(c),
+                str(crossing_groups(lo)),
                 str(len(c.warnings)) if c.warnings else "-",
                 " ".join(overrides_of(lo, c.split, base_split, c.batches)),
             )
@@ -163,17 +186,26 @@ def table(rows: list[tuple[str, Candidate]], base_split: Split) -> str:
     return tabulate(body, headers=head, tablefmt="plain", disable_numparse=True)
 
 
-def sweep_overrides(base: list[str], files_set: Iterable[str] = ()) -> list[str]:
-    """The user's overrides every job of the sweep gets: not `parallel`, nor the verl keys the layout files set
-    (`files_set`, micro-batch sizes), where a command-line value would win over the files'; a dry run unless
-    the user says `dry_run=...`."""
-    dropped = {"parallel", *files_set}
+def sweep_overrides(
+    base: list[str], files_set: Iterable[str] = (), group: str = "parallel", dry: bool = True
+) -> list[str]:
+    """The user's overrides every job of the sweep gets: not the swept `group` (`parallel`, or `trial`), nor the
+    verl keys the layout files set (`files_set`, micro-batch sizes), where a command-line value would win over the
+    files'; with `dry`, a dry run unless the user says `dry_run=...`."""
+    dropped = {group, *files_set}
     kept = [o for o in base if _key(o) not in dropped]
-    return kept + ([] if any(_key(o) == "dry_run" for o in kept) else ["dry_run=true"])
+    return kept + ([] if not dry or any(_key(o) == "dry_run" for o in kept) else ["dry_run=true"])
 
 
-def sweep_command(directory: Path, base: list[str], names: list[str], files_set: Iterable[str] = ()) -> list[str]:
-    kept = sweep_overrides(base, files_set)
+def sweep_command(
+    directory: Path,
+    base: list[str],
+    names: list[str],
+    files_set: Iterable[str] = (),
+    group: str = "parallel",
+    dry: bool = True,
+) -> list[str]:
+    kept = sweep_overrides(base, files_set, group, dry)
     return [
         sys.executable,
         "-m",
@@ -182,7 +214,7 @@ def sweep_command(directory: Path, base: list[str], names: list[str], files_set:
         "--config-dir",
         str(directory.resolve()),
         *kept,
-        f"parallel={','.join(names)}",
+        f"{group}={','.join(names)}",
     ]
 
 
@@ -196,6 +228,23 @@ def file_values(c: Candidate, keys: list[str], cfg: DictConfig) -> dict[str, Any
     return {key: OmegaConf.select(cfg, key) for key in keys} | dict(c.batches)
 
 
+def layout_node(c: Candidate, keys: list[str], cfg: DictConfig) -> dict[str, Any]:
+    """What a sweep's file sets for one layout: `parallel.*`, uneven stage counts, the micro-batch keys (`keys`)."""
+    numbers = {name: getattr(c.layout, name) for name in (*TRAINING, *ROLLOUT)}
+    node: dict[str, Any] = {
+        "parallel": {"nnodes": c.layout.nnodes, "devices_per_node": c.layout.devices_per_node, **numbers}
+    }
+    if c.split.first is not None or c.split.last is not None:  # uneven stages live beside the layout
+        node["megatron"] = {"override_transformer_config": {FIRST: c.split.first, LAST: c.split.last}}
+    for key, value in file_values(c, keys, cfg).items():
+        where = node
+        *path, last = key.split(".")
+        for part in path:
+            where = where.setdefault(part, {})
+        where[last] = value
+    return node
+
+
 def write_sweep(directory: Path, listed: list[tuple[str, Candidate]], cfg: DictConfig) -> list[str]:
     """DIR/parallel/<name>.yaml per listed layout: `parallel` options a multirun sweeps by name. A layout that
     needs smaller micro-batches carries them in its file (`# @package _global_`), and so does every other layout
@@ -205,24 +254,91 @@ def write_sweep(directory: Path, listed: list[tuple[str, Candidate]], cfg: DictC
     keys = batch_keys(listed)
     for rank, c in listed:
         name = name_of(int(rank), c.layout, c.split, c.batches)
-        numbers = {name: getattr(c.layout, name) for name in (*TRAINING, *ROLLOUT)}
-        node: dict[str, Any] = {
-            "parallel": {"nnodes": c.layout.nnodes, "devices_per_node": c.layout.devices_per_node, **numbers}
-        }
-        if c.split.first is not None or c.split.last is not None:  # uneven stages live beside the layout
-            node["megatron"] = {"override_transformer_config": {FIRST: c.split.first, LAST: c.split.last}}
-        for key, value in file_values(c, keys, cfg).items():
-            where = node
-            *path, last = key.split(".")
-            for part in path:
-                where = where.setdefault(part, {})
-            where[last] = value
+        node = layout_node(c, keys, cfg)
         # The package line first: Hydra reads it from the file's header (the stage counts sit beside `parallel`).
         header = "# @package _global_\n"
         header += f"# Layout {rank} of {PROG} for {cfg.model.name} on {c.layout.nnodes}x{c.layout.devices_per_node}.\n"
         write_file(directory / "parallel" / f"{name}.yaml", header + OmegaConf.to_yaml(node), within=directory)
         names.append(name)
     return names
+
+
+TRIAL_GROUP = "trial"
+DRILL_DIR = "resume_drill"
+
+
+def trial_file(option: str, c: Candidate, keys: list[str], cfg: DictConfig, header: str, drill: Path | None) -> str:
+    """One trial job's option of the `trial` group: the trial (conf/trial/<option>.yaml) with this layout. The trial
+    group comes after the layout and tuning groups, so the layout and micro-batch keys here are the ones applied."""
+    node = {"defaults": [option, "_self_"], **layout_node(c, keys, cfg)}
+    if drill is not None:
+        node["trial"] = {"checkpoint_dir": str(drill)}
+    return "# @package _global_\n" + header + OmegaConf.to_yaml(node)
+
+
+def write_trials(
+    directory: Path, named: list[tuple[str, int, Candidate]], cfg: DictConfig, drill: bool
+) -> tuple[list[str], Path | None]:
+    """DIR/trial/<name>.yaml per chosen layout (`trial=short`), the last as the resume drill's two jobs
+    (`_save`, `_resume`, both with trial.checkpoint_dir = DIR/resume_drill, absolute): the options a multirun
+    sweeps, in the order it runs them. Returns the option names and the drill's checkpoint folder."""
+    directory.mkdir(parents=True, exist_ok=True)
+    keys = batch_keys([(str(rank), c) for _, rank, c in named])
+    folder = (directory / DRILL_DIR).resolve() if drill else None
+    names: list[str] = []
+    for i, (name, rank, c) in enumerate(named):
+        header = (
+            f"# Trial {i + 1} of {len(named)} of {PROG} --trial for {cfg.model.name} on {c.layout.nnodes}x"
+            f"{c.layout.devices_per_node}: layout {rank} of tier 1.\n"
+        )
+        jobs = [(name, "short", None)]
+        if drill and i == len(named) - 1:
+            save, resume = drill_names(name)
+            jobs = [(save, "drill_save", folder), (resume, "drill_resume", folder)]
+        for job, option, where in jobs:
+            text = trial_file(option, c, keys, cfg, header, where)
+            write_file(directory / TRIAL_GROUP / f"{job}.yaml", text, within=directory)
+            names.append(job)
+    return names, folder
+
+
+def _hours(band: tuple[float, float, float]) -> str:
+    point, low, high = band
+    return f"~{point:.2f} ({low:.2f}-{high:.2f})"
+
+
+def trial_lines(
+    named: list[tuple[str, int, Candidate]], found: Search, cost: Cost, steps: int, device: str
+) -> list[str]:
+    """What the trial sweep is and costs, for a person to book it."""
+    drill = any(j.name.endswith("_resume") for j in cost.jobs)
+    out = [
+        f"trials: {len(named)} of the {found.tier_size} layouts of tier 1, chosen by spread over pipeline depth, EP, "
+        f"TP and the rollout (verl_qwen35/planner/trials.py), {steps} steps each (trial.steps; the first is warm-up)"
+        + (
+            ", the last with the resume drill (save at its last step, a second job resumes and runs one more)"
+            if drill
+            else ""
+        )
+    ]
+    by_name = {name: (rank, c) for name, rank, c in named}
+    for job in cost.jobs:
+        base = job.name.removesuffix("_save").removesuffix("_resume")
+        rank, c = by_name[base]
+        lo, t = c.layout, c.time
+        gen = f"{lo.gen_tp}/{lo.gen_dp}/{lo.gen_ep}" + ("" if rollout_measured(lo, device) else "*")
+        point, low, high = job.seconds
+        note = f"; {job.note}" if job.note else ""
+        which = f"tier-1 rank {rank}" if rank else "the config's own layout"
+        out.append(
+            f"  {job.name}: {which}, tp {lo.tp} pp {lo.pp} cp {lo.cp} ep {lo.ep} etp {lo.etp}, gen {gen}; "
+            f"{job.steps} x ~{t.total:.0f} s ({t.low:.0f}-{t.high:.0f}) = ~{point:.0f} s ({low:.0f}-{high:.0f}){note}"
+        )
+    out.append(
+        f"cost: {_hours(cost.wall_hours)} h wall, {_hours(cost.device_hours)} device-hours on {cost.world} devices, "
+        "the jobs one after another; plus each job's start-up (Ray, weight loading, vLLM), not modelled"
+    )
+    return out
 
 
 def applied(
@@ -277,6 +393,16 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
     parser.add_argument("--sweep", type=Path, metavar="DIR", help="write the listed layouts to DIR and sweep them")
     parser.add_argument(
+        "--trial",
+        type=int,
+        metavar="K",
+        help="with --sweep DIR: write trial runs (trial=short) of tier 1's K most informative layouts, the last "
+        "with the resume drill, to DIR/trial/, print their cost and the launch command, and dry-run them",
+    )
+    parser.add_argument(
+        "--no-drill", dest="drill", action="store_false", help="with --trial: no resume drill on the last trial"
+    )
+    parser.add_argument(
         "--picture",
         metavar="FILE",
         help="draw the config's own layout (nodes x devices, groups) into FILE.png or FILE.svg; to picture a "
@@ -288,6 +414,10 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_intermixed_args(argv)
     if args.top < 0:
         parser.error("--top must be >= 0")
+    if args.trial is not None and args.trial < 1:
+        parser.error("--trial K: K must be >= 1 (how many layouts to run as trials)")
+    if args.trial is not None and args.sweep is None:
+        parser.error("--trial K writes the trial sweep into a directory: add --sweep DIR")
     if not 0 <= args.min_headroom < 1:
         parser.error("--min-headroom must be a share in [0, 1), e.g. 0.1 for 10%")
     return args
@@ -331,17 +461,50 @@ def _is_own(c: Candidate, own: Layout, own_split: Split) -> bool:
     return c.layout == own and same_split and not c.batches
 
 
-def why_faster(pick: Candidate, other: Candidate) -> str:
-    """How `other` compares with the pick: as fast as far as the model can tell when its step lies inside the
-    pick's band, else the phases where the pick saves the most seconds."""
+def rank_one_time(c: Candidate, steps: int | None) -> str:
+    """Rank 1's step and band in the table's own figures (whole seconds), with the run's device-hours when the step
+    count is known: the line under the table never shows other numbers than its row."""
+    t = c.time
+    out = f"~{t.total:.0f} s a step ({t.low:.0f}-{t.high:.0f} s)"
+    if steps:
+        hours = [t.device_hours(steps, s) for s in (t.total, t.low, t.high)]
+        out += f", ~{hours[0]:.0f} device-hours ({hours[1]:.0f}-{hours[2]:.0f}) for {steps} steps"
+    return out
+
+
+def in_tier_one(c: Candidate, fastest: Candidate | None) -> bool:
+    """The tier rule of planner/search.py `tiered`: fits, no warning asking for a change, step within the band of
+    the fastest layout."""
+    return fastest is not None and c.fits and not c.actionable and c.time.total <= fastest.time.high
+
+
+def compare_current(pick: Candidate, other: Candidate, fastest: Candidate | None) -> str:
+    """How the config's own layout (`other`, not listed) compares with rank 1 (`pick`): both points, how far apart,
+    whether the model's band can tell them apart (tier 1 is what lies within the fastest layout's band), and the
+    phases where rank 1 saves the most seconds."""
     p, o = pick.time, other.time
-    if o.total <= p.high:
-        return f"as fast as rank 1 within the model's band (~{o.total:.0f} s against {p.low:.0f}-{p.high:.0f} s)"
+    apart = (o.total - p.total) / p.total if p.total else 0.0
+    than = f"{abs(apart):.0%} {'slower' if apart >= 0 else 'faster'} at the points"
+    points = (
+        f"~{o.total:.0f} s a step ({o.low:.0f}-{o.high:.0f}) against rank 1's ~{p.total:.0f} s "
+        f"({p.low:.0f}-{p.high:.0f}), {than}"
+    )
     gains = sorted(((o.phases[k] - v, k) for k, v in p.phases.items()), reverse=True)
-    named = ", ".join(f"{k} {o.phases[k]:.0f} -> {p.phases[k]:.0f} s" for d, k in gains[:3] if d > 0)
+    named = ", ".join(f"{k} {o.phases[k]:.0f} -> {p.phases[k]:.0f} s" for d, k in gains[:3] if d > 0.5)
+    where = f"; rank 1 differs most in {named}" if named and apart > 0 else ""
+    if in_tier_one(other, fastest):
+        return (
+            f"{points}; both lie within tier 1's band (up to ~{fastest.time.high:.0f} s, the fastest layout's high "
+            f"end), so the model cannot tell them apart{where}; trial runs of both would (--trial)"
+        )
+    if not other.fits:
+        return f"{points}; it does not fit in memory by the estimate{where}"
+    if other.actionable:
+        return f"{points}; tier 2: a warning asks for a change (see its row){where}"
     return (
-        f"slower than rank 1 beyond the model's band: ~{o.total:.0f} s ({o.low:.0f}-{o.high:.0f}) a step "
-        f"against {p.low:.0f}-{p.high:.0f} s ({named or 'no phase faster'})"
+        f"{points}; tier 2: slower than the fastest layout's band (up to ~{fastest.time.high:.0f} s){where}"
+        if (fastest is not None)
+        else f"{points}{where}"
     )
 
 
@@ -354,8 +517,13 @@ def _print_table(
     rows: list[tuple[str, Candidate]],
     current: Candidate | None,
     steps: int | None,
+    own_errors: list[Problem] = (),
+    own_overrides: list[str] = (),
+    min_headroom: float = MIN_HEADROOM,
 ) -> None:
     current_rank = next((rank for rank, c in rows if _is_own(c, own, own_split)), None)
+    if current is not None and current_rank is None:  # its tier by the same rule as the listed ones'
+        current = dataclasses.replace(current, tier=1 if in_tier_one(current, found.fastest) else 2)
     shown = rows + ([("current", current)] if current is not None and current_rank is None else [])
     hw = resolved.hardware
     print(
@@ -365,27 +533,39 @@ def _print_table(
         f"{found.rollout_accepted} rollout layouts accepted"
     )
     if shown:
-        print(table(shown, own_split))
+        print(table(shown, own_split, device))
     print(
         f"tiers: tier 1 ('equal') holds the {found.tier_size} layouts whose predicted step lies within the band of "
-        "the fastest: the model cannot tell them apart, so they are ordered by memory headroom (under --min-headroom "
-        "never first), "
-        "fewer groups crossing nodes, the config's own layout; tier 2 follows by predicted seconds "
+        "the fastest: the model cannot tell them apart, so they are ordered by (1) headroom at or above "
+        f"--min-headroom ({min_headroom:.0%}) first, (2) more memory headroom in 5% steps (the [N+] beside it: 26% "
+        "and 29% are one step, 25-30%), (3) fewer group kinds crossing a node (x-node: TP, CP, EP, ETP, DP, PP), "
+        "(4) the config's own layout, (5) fewer predicted seconds; tier 2 follows by predicted seconds "
         "(verl_qwen35/model/step_time.py; each training layout with its fastest fitting rollout layout)"
     )
+    marked = [c for _, c in shown if not rollout_measured(c.layout, device)]
+    if marked:
+        print(f"gen *: {unmeasured_note(marked[0].layout, device)}")
     if rows:
         best = rows[0][1]
-        print(
-            f"rank 1: {best.time.phrase(steps)}; assumes {best.time.assumption()}; {best.time.calibration.describe()}"
-        )
+        t = best.time
+        print(f"rank 1: {rank_one_time(best, steps)}; assumes {t.assumption()}; {t.calibration.describe()}")
         for warning in best.warnings:
             print(f"rank 1 warning: {warning}")
     if current is None:
-        print("current: the preflight refuses the config's own layout (see python -m verl_qwen35 ... dry_run=true)")
+        first = (
+            f": [{', '.join(k.split(' ')[0] for k in own_errors[0].keys)}] {own_errors[0].message}"
+            if own_errors
+            else ""
+        )
+        more = f" ({len(own_errors) - 1} more)" if len(own_errors) > 1 else ""
+        print(
+            f"current: the preflight refuses the config's own layout{first}{more}; every reason: "
+            + shlex.join(["python", "-m", "verl_qwen35", *own_overrides, "dry_run=true"])
+        )
     elif current_rank is not None:
         print(f"current: the config's own layout is rank {current_rank} (tier {dict(rows)[current_rank].tier})")
     elif rows:
-        print(f"current: the config's own layout is {why_faster(rows[0][1], current)}")
+        print(f"current: the config's own layout (not listed): {compare_current(rows[0][1], current, found.fastest)}")
     if steps is None:
         print("device-hours: set trainer.total_training_steps (or make data.train_files readable) to count the steps")
 
@@ -397,10 +577,13 @@ def _print_json(
     rows: list[tuple[str, Candidate]],
     current: Candidate | None,
     steps: int | None,
+    found: Search,
+    device: str,
 ) -> None:
-    out = [record(int(rank), c, base, _is_own(c, own, own_split), steps, own_split) for rank, c in rows]
+    out = [record(int(rank), c, base, _is_own(c, own, own_split), steps, own_split, device) for rank, c in rows]
     if current is not None and not any(_is_own(c, own, own_split) for _, c in rows):
-        out.append(record(None, current, base, True, steps, own_split))
+        current = dataclasses.replace(current, tier=1 if in_tier_one(current, found.fastest) else 2)
+        out.append(record(None, current, base, True, steps, own_split, device))
     print(json.dumps(out, indent=2))
 
 
@@ -470,9 +653,21 @@ def run(args: argparse.Namespace) -> int:
     rows = [(str(i + 1), c) for i, c in enumerate(listed)]
     steps = run_steps(resolved)
     if args.format == "json":
-        _print_json(own, own_split, base, rows, current, steps)
+        _print_json(own, own_split, base, rows, current, steps, found, run.device)
     else:
-        _print_table(resolved, run.device, own, own_split, found, rows, current, steps)
+        _print_table(
+            resolved,
+            run.device,
+            own,
+            own_split,
+            found,
+            rows,
+            current,
+            steps,
+            own_errors,
+            [o for o in args.overrides if _key(o) != "dry_run"],
+            args.min_headroom,
+        )
         print(f"took {time.perf_counter() - started:.2f} s after start-up (compose, search, verify)")
         if refusal:
             print(f"note: layouts the search accepted but the whole preflight refused were left out: {refusal[0]}")
@@ -487,7 +682,14 @@ def run(args: argparse.Namespace) -> int:
             # Each word quoted for the shell (a pasted line runs exactly these words); DIR is the user's to fill.
             line = shlex.join([*PROG.split(), *own_dir, *args.overrides, "--top", str(len(listed))]) + " --sweep DIR"
             print(f"sweep:   {line}  (writes DIR/parallel/*.yaml, runs them as one multirun)")
+            trial = shlex.join([*PROG.split(), *own_dir, *args.overrides, "--trial", "3"]) + " --sweep DIR"
+            print(
+                f"trials:  {trial}  (short real runs of 3 tier-1 layouts, the resume drill on the last: measure them, "
+                "then calibrate; docs/planning.md, Trial runs)"
+            )
         return 0
+    if args.trial is not None:
+        return run_trials(args, run, found, config_dirs, base, current)
     try:
         for own_dir in config_dirs:  # one --config-dir for the multirun: the user's groups join the layouts
             copy_tree(Path(own_dir), args.sweep)
@@ -500,6 +702,65 @@ def run(args: argparse.Namespace) -> int:
         applied(args.sweep, sweep_overrides(base, keys), rows, names, resolved)
     print("sweep:   " + shlex.join(command[1:]), file=sys.stderr, flush=True)  # safe to paste: each word quoted
     return run_attached(command, stop_s=SWEEP_STOP_S)  # its own group: stopped with us, nothing left behind
+
+
+def trial_pool(found: Search, current: Candidate | None) -> list[Candidate]:
+    """Tier 1 in its order, and the config's own layout when it lies in tier 1 without being one of its rows (its
+    rollout, often verl's own TP engines, is one the tier's rows, each paired with its fastest rollout, lack)."""
+    pool = list(found.tier_one)
+    own = None if current is None else (current.layout, current.split, current.batches)
+    listed = {(c.layout, c.split, c.batches) for c in pool}
+    if current is not None and in_tier_one(current, found.fastest) and own not in listed:
+        pool.append(dataclasses.replace(current, tier=1))
+    return pool
+
+
+def run_trials(
+    args: argparse.Namespace,
+    run: Run,
+    found: Search,
+    config_dirs: list[Path],
+    base: list[str],
+    current: Candidate | None = None,
+) -> int:
+    """`--trial K --sweep DIR`: choose, verify, write, price, print the launch line, and dry-run the trial sweep."""
+    resolved, device = run.config, run.device
+    pool = trial_pool(found, current)
+    picked = spread(pool, args.trial)
+    picked = (
+        picked[1:] + picked[:1]
+    )  # the tier's first runs last: the resume drill proves the layout most likely booked
+    chosen, refusal = verified(run, dataclasses.replace(found, candidates=picked), 0)
+    if not chosen:
+        raise UsageError(f"--trial: the preflight refuses every chosen layout: {refusal[0] if refusal else 'none'}")
+    rank_of = {(c.layout, c.split, c.batches): i + 1 for i, c in enumerate(found.tier_one)}
+    named = []
+    for i, c in enumerate(chosen):
+        rank = rank_of.get((c.layout, c.split, c.batches), 0)  # 0: the config's own layout, not among the listed
+        name = name_of(rank, c.layout, c.split, c.batches)
+        named.append((f"t{i + 1}_{'own' + name[3:] if rank == 0 else name}", rank, c))
+    steps = int(resolved.trial.steps)
+    try:
+        for own_dir in config_dirs:
+            copy_tree(Path(own_dir), args.sweep)
+        names, folder = write_trials(args.sweep, named, resolved, args.drill)
+    except OSError as err:
+        raise UsageError(f"--sweep {args.sweep}: cannot write the trials ({err.strerror}: {err.filename})") from None
+    price = cost([(name, c) for name, _, c in named], steps, checkpoint(resolved, 1).write_seconds, args.drill)
+    for line in trial_lines(named, found, price, steps, device):
+        print(line)
+    if unmeasured := [c for _, _, c in named if not rollout_measured(c.layout, device)]:
+        print(f"gen *: {unmeasured_note(unmeasured[0].layout, device)}")
+    if folder is not None:
+        print(f"drill: checkpoint folder {folder} (trial.checkpoint_dir): on storage every node and both jobs see")
+    if len(chosen) < args.trial:
+        print(f"note: {len(chosen)} layouts, not {args.trial}: tier 1 has no more that differ in PP, EP, TP or rollout")
+    keys = batch_keys([(str(rank), c) for _, rank, c in named])
+    launch = sweep_command(args.sweep, base, names, keys, TRIAL_GROUP, dry=False)
+    print("launch:  " + shlex.join(["python", *launch[1:]]), flush=True)  # paste-ready: each word quoted
+    command = sweep_command(args.sweep, base, names, keys, TRIAL_GROUP)
+    print("sweep:   " + shlex.join(command[1:]), file=sys.stderr, flush=True)
+    return run_attached(command, stop_s=SWEEP_STOP_S)
 
 
 def main(argv: list[str] | None = None) -> int:

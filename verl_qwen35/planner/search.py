@@ -256,12 +256,24 @@ def crossing_groups(lo: Layout) -> int:
     return sum(1 for size, stride in kinds if size > 1 and size * stride > lo.devices_per_node)
 
 
+# Tier 1 orders memory headroom in steps of this share (floor): 26% and 29% are one step (25-30%), where fewer
+# groups crossing nodes decide; the plan prints each tier-1 row's step beside its headroom.
+HEADROOM_STEP = 0.05
+
+
+def headroom_step(headroom: float) -> int:
+    """The 5% step (its lower end, in %) tier 1 orders a layout's headroom by."""
+    step = round(HEADROOM_STEP * 100)
+    return int(math.floor(round(headroom * 100, 6) / step) * step)
+
+
 def tiered(cands: list[Candidate], own: Layout | None = None, min_headroom: float = MIN_HEADROOM) -> list[Candidate]:
     """Tier 1: the layouts that fit without a warning asking for a change whose predicted step lies within the
     band of the fastest one's (its `high`): the model cannot tell them apart, so they are ordered by what an
-    operator values: headroom at or above `min_headroom` first (a layout under it never ranks first), more
-    headroom (in steps of 5%), fewer groups crossing nodes, the config's own (shipped) layout, then seconds.
-    The rest (tier 2) follow by predicted seconds."""
+    operator values, in this order: headroom at or above `min_headroom` first (a layout under it never ranks
+    first), more headroom in steps of 5% (`headroom_step`), fewer group kinds crossing nodes (`crossing_groups`),
+    the config's own (shipped) layout, then fewer predicted seconds. The rest (tier 2) follow by predicted
+    seconds. docs/planning.md ("Ranking") and the plan's `tiers:` line state the same order."""
     ranked = sorted(cands, key=rank_key)
     clean = [c for c in ranked if c.fits and not c.actionable]
     if not clean:
@@ -277,7 +289,7 @@ def tiered(cands: list[Candidate], own: Layout | None = None, min_headroom: floa
         )
         return (
             c.headroom < min_headroom,
-            -math.floor(c.headroom * 20),
+            -headroom_step(c.headroom),
             crossing_groups(c.layout),
             own is None or shape_of(c.layout) != shape_of(own) or base != own,
             c.time.total,
@@ -379,6 +391,8 @@ class Search:
     rollout_accepted: int
     closest: list[Candidate]  # when nothing fits: the smallest peaks, to say how far off
     tier_size: int = 0  # parallel shapes in tier 1 (listed or not): how many the model cannot tell apart
+    fastest: Candidate | None = None  # the fastest layout without a warning asking for a change: tier 1's band
+    tier_one: list[Candidate] = dataclasses.field(default_factory=list)  # the whole tier 1, in its order
 
 
 # Rollout layouts tried per training layout (fastest first) before it counts as not fitting.
@@ -447,7 +461,8 @@ def search(
     listed = tiered([c for _, c in best.values()], own, min_headroom)
     ones = sum(1 for c in listed if c.tier == 1)
     kept = listed[:top] if top else listed
-    return Search(kept, trained[0], len(trainings), rolled[0], len(rollouts), closest, ones)
+    tier_one = [c for c in listed if c.tier == 1]
+    return Search(kept, trained[0], len(trainings), rolled[0], len(rollouts), closest, ones, fastest_clean, tier_one)
 
 
 def _cannot_beat(bound: tuple[bool, float], found: Candidate) -> bool:

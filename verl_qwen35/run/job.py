@@ -21,8 +21,10 @@ from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.config.secrets import redact
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import installed_verl_schema, missing_module_message
+from verl_qwen35.model.memory import InputError
 from verl_qwen35.model.run import Run
 from verl_qwen35.planner.summary import plan_lines
+from verl_qwen35.planner.whole_run import predicted_step
 from verl_qwen35.run.environment import from_shell, job_environment
 from verl_qwen35.run.launch_record import write_launch_file
 from verl_qwen35.run.machine import launch_problems, runtime_problems
@@ -126,6 +128,18 @@ def memory_or_none(run: Run, refused: bool) -> tuple[dict[str, Any] | None, list
         return None, []
 
 
+def step_or_none(run: Run, refused: bool) -> dict[str, float] | None:
+    """The verdict's predicted step (seconds, band); none for a refused config (a layout the preflight refuses is
+    not one to time) or one the model cannot time (InputError names why in the plan)."""
+    if refused:
+        return None
+    try:
+        t = predicted_step(run.config, run.estimate)
+    except InputError:
+        return None
+    return {"seconds": round(t.total, 1), "low": round(t.low, 1), "high": round(t.high, 1)}
+
+
 def run_dir_of(output_dir: str | None) -> Path:
     """The directory a submission hands to the cluster: Hydra's output dir (the cwd only outside Hydra)."""
     return Path(output_dir or ".").resolve()
@@ -141,7 +155,7 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
         return refused(len(broken))
     found = problems(run)
     errors = [p for p in found if p.level == "error"]
-    report(found, output_dir, mode, *memory_or_none(run, bool(errors)))
+    report(found, output_dir, mode, *memory_or_none(run, bool(errors)), step_or_none(run, bool(errors)))
     if mode != "launch":
         print(redact("\n".join(plan_or_why_not(run, bool(errors)))))
         if not errors:
@@ -186,10 +200,11 @@ def report(
     mode: str,
     memory: dict[str, Any] | None = None,
     headroom: list[Problem] = (),
+    step: dict[str, float] | None = None,
 ) -> None:
     """The verdict file (for sweeps and people) and every problem on stderr."""
     if output_dir:
-        write_verdict(output_dir, mode, found, memory=memory, headroom=headroom)
+        write_verdict(output_dir, mode, found, memory=memory, headroom=headroom, step=step)
     for problem in found:
         print(redact(str(problem)), file=sys.stderr)
 

@@ -92,11 +92,13 @@ def write_verdict(
     status: str | None = None,
     memory: dict[str, Any] | None = None,
     headroom: Sequence[Problem] = (),
+    step: dict[str, float] | None = None,
 ) -> None:
     """This job's verdict, in its own output directory, for SweepSummary (and for people).
 
     `memory`: the estimate's numbers (checks.memory.memory_numbers); `headroom`: its little-headroom warnings
-    (checks.memory.headroom_warnings), which make a valid job's status `little headroom`."""
+    (checks.memory.headroom_warnings), which make a valid job's status `little headroom`; `step`: the predicted
+    seconds of one step and its band (`seconds`, `low`, `high`; planner/whole_run.py predicted_step)."""
     hydra_cfg = HydraConfig.get()
 
     def listed(problems: Sequence[Problem], level: str) -> list[dict[str, Any]]:
@@ -116,6 +118,7 @@ def write_verdict(
         "warnings": listed(found, "warning"),
         "memory": memory,
         "headroom": tight,
+        "step": step,
     }
     write_record(Path(output_dir) / VERDICT, record)
 
@@ -250,19 +253,23 @@ def _records(sweep_dir: Path, sweep_id: str | None) -> list[dict[str, Any]]:
 
 
 MEMORY_COLUMNS = ("train_gib", "rollout_gib", "device_gib")
+# The predicted step (seconds) and its band's ends, from the verdict's `step` (its `seconds`, `low`, `high`).
+STEP_COLUMNS = {"step_s": "seconds", "step_low_s": "low", "step_high_s": "high"}
 
 
 def summary_row(record: dict[str, Any], swept_values: dict[str, Any], submitted: bool) -> dict[str, Any]:
     """One table row; add columns here (they flow into the table, CSV and JSON). Numbers stay numbers (JSON);
-    a job without a memory estimate has None there (an empty CSV cell)."""
+    a job without a memory estimate or a step time has None there (an empty CSV cell)."""
     memory = record.get("memory") if isinstance(record.get("memory"), dict) else {}
+    step = record.get("step") if isinstance(record.get("step"), dict) else {}
     return {
         "job": record["job"],
         **swept_values,
         "valid": record["valid"],
+        "status": record.get("status", "ok" if record["valid"] else "refused"),
+        **{name: _number(step.get(key)) for name, key in STEP_COLUMNS.items()},
         **{name: _number(memory.get(name)) for name in MEMORY_COLUMNS},
         **({"job_id": record.get("job_id", "")} if submitted else {}),
-        "status": record.get("status", "ok" if record["valid"] else "refused"),
         "reason": first_reason(record),
     }
 
@@ -309,13 +316,29 @@ def _typed(parser: OverridesParser, key: str, text: str) -> Any:
     return value if value is None or isinstance(value, int | float | bool | str | list | dict) else text
 
 
+def displayed(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as the printed table shows it to a person: the step and its band in one cell ("~931 (488-1790)"), and
+    a valid job above the memory floor not a plain `True` (its warning is the reason beside it)."""
+    out = {k: v for k, v in row.items() if k not in STEP_COLUMNS}
+    if row.get("status") == LITTLE_HEADROOM and row.get("valid") is True:
+        out["valid"] = f"True ({LITTLE_HEADROOM})"
+    if not any(name in row for name in STEP_COLUMNS):
+        return out
+    seconds, low, high = (_number(row.get(name)) for name in STEP_COLUMNS)
+    band = f"~{seconds:.0f} ({low:.0f}-{high:.0f})" if None not in (seconds, low, high) else ""
+    items = list(out.items())
+    at = list(out).index("status") + 1 if "status" in out else len(items)
+    return dict([*items[:at], ("s/step (band)", band), *items[at:]])
+
+
 def table(rows: list[dict[str, Any]], reason_width: int = 100) -> str:
     if not rows:
         return "(no jobs)"
-    shown = [[cell(v)[:reason_width] for v in row.values()] for row in rows]
+    people = [displayed(row) for row in rows]
+    shown = [[cell(v)[:reason_width] for v in row.values()] for row in people]
     from tabulate import tabulate  # only a sweep's summary prints a table
 
-    return tabulate(shown, headers=list(rows[0]), tablefmt="simple", disable_numparse=True)
+    return tabulate(shown, headers=list(people[0]), tablefmt="simple", disable_numparse=True)
 
 
 def cell(value: Any) -> str:
