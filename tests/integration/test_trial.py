@@ -116,3 +116,18 @@ def test_the_full_dry_run_accepts_the_drill(tmp_path, data, device, option):
     assert f"{steps} optimizer steps" in run.stdout
     if option == "drill_resume":
         assert "does not exist yet: the resume drill's first job (trial=drill_save" in run.stderr
+
+
+def test_a_trial_option_wins_over_the_layout_and_tuning_groups(tmp_path):
+    """`plan --trial` writes each job's layout and micro-batch keys into a trial option: the trial group comes after
+    `parallel` and `tuning` in the defaults list, so its values are the ones applied (122B NPU's tuning sets 4)."""
+    (tmp_path / "trial").mkdir()
+    (tmp_path / "trial" / "mine.yaml").write_text(
+        "# @package _global_\ndefaults:\n  - short\n  - _self_\nparallel:\n  tp: 4\n"
+        "actor_rollout_ref:\n  rollout:\n    log_prob_micro_batch_size_per_gpu: 2\n"
+    )
+    cfg = compose(["model=122b", "device=npu", "trial=mine"], config_dirs=[tmp_path])
+    OmegaConf.resolve(cfg)
+    assert cfg.actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu == 2
+    assert cfg.actor_rollout_ref.actor.megatron.tensor_model_parallel_size == 4
+    assert cfg.trainer.total_training_steps == 4 and cfg.trial.name == "short"

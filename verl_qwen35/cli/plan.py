@@ -704,15 +704,16 @@ def run(args: argparse.Namespace) -> int:
     return run_attached(command, stop_s=SWEEP_STOP_S)  # its own group: stopped with us, nothing left behind
 
 
-def trial_pool(found: Search, current: Candidate | None) -> list[Candidate]:
+def trial_pool(found: Search, current: Candidate | None, min_headroom: float = MIN_HEADROOM) -> list[Candidate]:
     """Tier 1 in its order, and the config's own layout when it lies in tier 1 without being one of its rows (its
-    rollout, often verl's own TP engines, is one the tier's rows, each paired with its fastest rollout, lack)."""
+    rollout, often verl's own TP engines, is one the tier's rows, each paired with its fastest rollout, lack);
+    none under `min_headroom` (a trial that runs out of memory measures nothing), unless all are."""
     pool = list(found.tier_one)
     own = None if current is None else (current.layout, current.split, current.batches)
     listed = {(c.layout, c.split, c.batches) for c in pool}
     if current is not None and in_tier_one(current, found.fastest) and own not in listed:
         pool.append(dataclasses.replace(current, tier=1))
-    return pool
+    return [c for c in pool if c.headroom >= min_headroom] or pool
 
 
 def run_trials(
@@ -725,7 +726,7 @@ def run_trials(
 ) -> int:
     """`--trial K --sweep DIR`: choose, verify, write, price, print the launch line, and dry-run the trial sweep."""
     resolved, device = run.config, run.device
-    pool = trial_pool(found, current)
+    pool = trial_pool(found, current, args.min_headroom)
     picked = spread(pool, args.trial)
     picked = (
         picked[1:] + picked[:1]
