@@ -35,6 +35,7 @@ import functools
 import heapq
 import math
 import operator
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,10 +44,12 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.batches import batch_problems, uses_reference
+from verl_qwen35.checks.known_issues import config_problems
 from verl_qwen35.checks.layout import layout_problems, sequence_parallel_problems
 from verl_qwen35.checks.megatron_keys import rules_mcore
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.rollout import rollout_problems
+from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.model.calibration import calibration_of
 from verl_qwen35.model.layout import Layout, device_of, divisors
 from verl_qwen35.model.memory import MemoryEstimate, ModelFacts, Settings, estimate_layout
@@ -525,7 +528,7 @@ def judge(cfg: DictConfig | Run, lo: Layout, split: Split | None = None) -> tupl
     the search's: (candidate, errors); no candidate when the preflight refuses the layout. `cfg`: the
     composed config, or a `Run` that kept it."""
     resolved = with_layout(cfg, lo, split)
-    found = preflight(resolved, machine_missing="warning")
+    found = dry_run_problems(resolved)
     errors = [p for p in found if p.level == "error"]
     if errors:
         return None, errors
@@ -572,11 +575,20 @@ def with_layout(
     return out
 
 
+def dry_run_problems(resolved: DictConfig) -> list[Problem]:
+    """What a dry run of this config finds (run/job.py `problems`, dry mode): the preflight, missing local files as
+    warnings, and the known upstream issues it would meet (the shipped table, this shell's environment)."""
+    found = preflight(resolved, machine_missing="warning")
+    if not structure_problems(resolved):
+        found += config_problems(resolved, (), os.environ)
+    return found
+
+
 def verify(
     cfg: DictConfig | Run, lo: Layout, split: Split | None = None, changed: tuple[tuple[str, int], ...] = ()
 ) -> list[Problem]:
-    """The dry run's whole preflight on this layout (missing local files are warnings, as in a dry run)."""
-    return preflight(with_layout(cfg, lo, split, changed), machine_missing="warning")
+    """The dry run's findings on this layout (missing local files are warnings, as in a dry run)."""
+    return dry_run_problems(with_layout(cfg, lo, split, changed))
 
 
 def verified(cfg: DictConfig | Run, found: Search, top: int) -> tuple[list[Candidate], list[Problem]]:
