@@ -23,6 +23,7 @@ from verl_qwen35.review.calibration_runs import interpolations
 from verl_qwen35.review.metrics import LogPlaces, Metrics, log_places, read_run
 from verl_qwen35.review.predictions import FAR, Prediction, predictions
 from verl_qwen35.review.quantities import QUANTITIES, Measured, measure_all
+from verl_qwen35.review.trial_progress import progress_line, trial_of
 from verl_qwen35.run.launch_record import LAUNCH_FILE, read_launch_file
 from verl_qwen35.run.private_files import writable_by_others
 from verl_qwen35.run.sweep import VERDICT, read_record, swept_values
@@ -44,6 +45,7 @@ class RunReport:
     predictions: list[Prediction] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     name: str = ""  # the sweep row: the job's overrides that differ from the other jobs'
+    trial: str = ""  # a trial run (conf/trial/): how far it got (review/trial_progress.py); "" for another run
 
     def prediction(self, name: str) -> Prediction | None:
         return next((p for p in self.predictions if p.name == name), None)
@@ -69,6 +71,17 @@ def launch_record(run_dir: Path) -> tuple[DictConfig | None, list[str]]:
         notes.append(f"no predictions: {path} lacks {', '.join(p.keys[0] for p in broken)}")
         return None, notes
     return cfg, notes
+
+
+def trial_line(run_dir: Path, cfg: DictConfig | None, metrics: Metrics) -> str:
+    """How far a trial run got (its metrics, else its sweep verdict's reason); "" for a run that was no trial."""
+    trial = trial_of(cfg)
+    if trial is None:
+        return ""
+    verdict = read_record(run_dir / VERDICT) or {}
+    errors = verdict.get("errors") if isinstance(verdict.get("errors"), list) else []
+    reason = next((e["message"] for e in errors if isinstance(e, dict) and isinstance(e.get("message"), str)), "")
+    return progress_line(metrics, trial, reason)
 
 
 def _recorded_env(cfg: DictConfig | None) -> dict[str, str]:
@@ -97,6 +110,8 @@ def run_report(run_dir: Path, calibration: Calibration | None = None) -> RunRepo
     cfg, notes = launch_record(run_dir)
     places = log_places(run_dir, _recorded_env(cfg))
     metrics = read_run(places)
+    if not metrics.steps and trial_of(cfg) is not None:  # a trial that never logged a step: how far it got is news
+        return RunReport(run_dir, metrics, measure_all(metrics), notes=notes, trial=trial_line(run_dir, cfg, metrics))
     if not metrics.steps and metrics.sources:  # files, but no complete record in them
         raise UserError(
             f"{run_dir}: no step logged completely yet ({'; '.join(metrics.notes) or ', '.join(metrics.sources)}): "
@@ -114,7 +129,7 @@ def run_report(run_dir: Path, calibration: Calibration | None = None) -> RunRepo
         except (ConfigAttributeError, ConfigKeyError) as err:
             found, more = [], [f"no predictions: the recorded config lacks {err.full_key}"]
         notes += more
-    return RunReport(run_dir, metrics, measured, found, notes)
+    return RunReport(run_dir, metrics, measured, found, notes, trial=trial_line(run_dir, cfg, metrics))
 
 
 def job_dirs(sweep_dir: Path) -> list[Path]:
@@ -149,7 +164,7 @@ def sweep_reports(sweep_dir: Path, calibration: Calibration | None = None) -> li
             report = RunReport(job, Metrics(), measure_all(Metrics()), notes=[str(err)])
         report.name = name
         reports.append(report)
-    if not any(r.metrics.steps for r in reports):
+    if not any(r.metrics.steps or r.trial for r in reports):
         raise UserError(f"{sweep_dir}: no job of this sweep logged metrics ({len(jobs)} job(s)); {LOGGER_ADVICE}")
     return reports
 
@@ -214,6 +229,7 @@ def far_line(found: list[Prediction]) -> str:
 def run_text(report: RunReport, plots: list[Path]) -> str:
     lines = [f"run        {report.run_dir}", f"logs       {', '.join(report.metrics.sources)}"]
     lines.append(_steps_line(report.metrics))
+    lines += [f"trial      {report.trial}"] if report.trial else []
     lines += [f"note       {n}" for n in report.metrics.notes + report.notes]
     lines += ["", quantity_table(report), "* median over the steps after each start's first (warm-up)", ""]
     if report.predictions:
@@ -238,6 +254,7 @@ def run_json(report: RunReport) -> dict[str, Any]:
         "quantities": {name: m.as_dict() for name, m in report.measured.items()},
         "predictions": [p.as_dict() for p in report.predictions],
         "far_band": list(FAR),
+        "trial": report.trial or None,
         "notes": report.metrics.notes + report.notes,
     }
 
@@ -260,6 +277,7 @@ def sweep_table(reports: list[RunReport]) -> str:
 
 def sweep_text(sweep_dir: Path, reports: list[RunReport], plots: list[Path]) -> str:
     lines = [f"sweep      {sweep_dir}: {len(reports)} job(s)", "", sweep_table(reports), ""]
+    lines += [f"trial      {r.name}: {r.trial}" for r in reports if r.trial]
     for r in reports:
         lines += [f"note       {r.run_dir.name}: {n}" for n in r.metrics.notes + r.notes]
     lines += [f"plot       {p}" for p in plots]

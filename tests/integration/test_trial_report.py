@@ -1,0 +1,67 @@
+"""`report` on a trial sweep: how far each trial got, from metrics logged through verl's own Tracking file logger
+and launch records written as a launch writes them (trial=short, the resume drill's two jobs, one that broke)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_report import launched, log_steps, step_metrics
+
+pytestmark = pytest.mark.each_verl
+
+
+def job(sweep: Path, num: int, monkeypatch, option: str, steps: dict[int, dict[str, float]] | None) -> Path:
+    """A sweep job's directory as a launched trial leaves it: Hydra's overrides, launch.yaml, the metrics."""
+    run_dir = sweep / str(num)
+    monkeypatch.delenv("VERL_FILE_LOGGER_PATH", raising=False)  # the shell's value would win over the job's own
+    launched(run_dir, monkeypatch, f"trial={option}", f"trial.checkpoint_dir={sweep / 'drill'}")
+    (run_dir / ".hydra").mkdir()
+    (run_dir / ".hydra" / "overrides.yaml").write_text(f"- trial={option}_{num}\n")
+    if steps:
+        log_steps(run_dir, monkeypatch, steps)
+    return run_dir
+
+
+def timed(step: int, **extra: float) -> dict[str, float]:
+    """A step's metrics as verl logs them, with the weight sync (and a save) timed as the trainer's timers do."""
+    return {**step_metrics(step), "timing_s/update_weights": 7.0, **{f"timing_s/{k}": v for k, v in extra.items()}}
+
+
+def test_a_trial_sweep_says_how_far_each_trial_got(cli, tmp_path, monkeypatch):
+    sweep = tmp_path / "sweep"
+    job(sweep, 0, monkeypatch, "short", {s: timed(s) for s in (1, 2, 3, 4)})
+    job(sweep, 1, monkeypatch, "drill_save", {1: timed(1), 2: timed(2), 3: timed(3), 4: timed(4, save_checkpoint=61)})
+    job(sweep, 2, monkeypatch, "drill_resume", {5: timed(5)})
+    broken = job(sweep, 3, monkeypatch, "short", None)
+    verdict = {"job": 3, "overrides": ["trial=short_3"], "valid": False, "status": "failed"}
+    verdict["errors"] = [{"keys": [], "message": "RuntimeError: vLLM engine failed to start"}]
+    (broken / "verdict.json").write_text(json.dumps(verdict))
+    done = cli("report", str(sweep), "--no-plots")
+    assert done.code == 0, done.err
+    lines = {line.split(":")[0]: line for line in done.out.splitlines() if line.startswith("trial      ")}
+    assert lines["trial      trial=short_0"].endswith(
+        "trial: reached first rollout, first update, weight sync, 4 of 4 step(s) logged"
+    )
+    assert lines["trial      trial=drill_save_1"].endswith(
+        "resume drill, save: reached first rollout, first update, weight sync, checkpoint saved, 4 of 4 step(s) logged"
+    )
+    assert lines["trial      trial=drill_resume_2"].endswith(
+        "resume drill, resume: reached first rollout, first update, weight sync, resumed at step 5, 1 of 1 step(s) "
+        "logged"
+    )
+    line = lines["trial      trial=short_3"]
+    assert "trial: no step logged (Ray, the rollout engine and the weights loading come before" in line
+    assert line.endswith("the sweep recorded: RuntimeError: vLLM engine failed to start")
+
+
+def test_a_drill_save_that_did_not_save_says_so(cli, tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    launched(run_dir, monkeypatch, "trial=drill_save")
+    log_steps(run_dir, monkeypatch, {1: timed(1), 2: timed(2)})
+    done = cli("report", str(run_dir), "--no-plots")
+    assert done.code == 0, done.err
+    line = next(line for line in done.out.splitlines() if line.startswith("trial      "))
+    assert line.endswith("2 of 4 step(s) logged; not reached: checkpoint saved")
+    data = json.loads(cli("report", str(run_dir), "--no-plots", "--json").out)
+    assert data["trial"] == line.removeprefix("trial      ")
