@@ -495,7 +495,7 @@ def compare_current(pick: Candidate, other: Candidate, fastest: Candidate | None
     if in_tier_one(other, fastest):
         return (
             f"{points}; both lie within tier 1's band (up to ~{fastest.time.high:.0f} s, the fastest layout's high "
-            f"end), so the model cannot tell them apart{where}; trial runs of both would (--trial)"
+            f"end), so the model cannot tell them apart{where}; a short trial of each (trial=short) would"
         )
     if not other.fits:
         return f"{points}; it does not fit in memory by the estimate{where}"
