@@ -63,6 +63,8 @@ CASES = [
     ({**CORRECTION, "algorithm.rollout_correction.rollout_is_threshold": "2_0.5"}, "error", "algorithm.rollout_co"),
     ({**CORRECTION, "algorithm.rollout_correction.rollout_is_threshold": "0.5_2"}, None, "algorithm.rollout_corr"),
     ({"actor_rollout_ref.model.lora.merge": "yes"}, "error", "actor_rollout_ref.model.lora.merge"),
+    ({f"{R}.load_format": "dumy"}, "warning", f"{R}.load_format"),
+    ({f"{R}.load_format": "safetensors"}, None, f"{R}.load_format"),
 ]
 
 
