@@ -1,11 +1,14 @@
 """`verl-qwen35 calibrate RUN_DIR... [--out FILE] [--with-published]`: the step-time model fitted to your own runs.
 
 Reads each run's launch record and the per-phase timings verl logged (`timing_s/gen`, `old_log_prob`, `ref`,
-`update_actor`, `update_weights`; review/calibration_runs.py), fits the per-phase efficiencies to them
-(model/calibration.py: the runs are the rows, all of one device kind; `--with-published` adds the published rows
-of that kind; what the runs do not measure keeps the published fit of their kind), prints each
-phase's fit and every run's leave-one-out error, and writes the calibration file that `plan.calibration=FILE`
-gives the dry run, `verl-qwen35 plan` and `verl-qwen35 report --calibration FILE`.
+`update_actor`, `update_weights`; review/calibration_runs.py) with the lengths they ran at (`prompt_length/mean`,
+`response_length/mean`, `response_length/max`), fits the per-phase efficiencies to them (model/calibration.py: the
+runs are the rows, all of one device kind; `--with-published` adds the published rows of that kind; what the runs
+do not measure keeps the published fit of their kind), prints each phase's fit, its band (two or more runs: their
+error across layouts times their step-to-step spread) and every run's leave-one-out error, and writes the
+calibration file that `plan.calibration=FILE` gives the dry run, `verl-qwen35 plan` and `verl-qwen35 report
+--calibration FILE`. Predictions with that file are made at the lengths the runs logged unless
+plan.response_length says otherwise.
 """
 
 import argparse
@@ -26,6 +29,7 @@ from verl_qwen35.model.calibration import (
     run_row,
     shipped,
     shipped_rows,
+    unfitted_lines,
 )
 from verl_qwen35.model.memory import InputError
 from verl_qwen35.review.calibration_runs import measured_run
@@ -86,12 +90,13 @@ def run(run_dirs: list[Path], out: Path, with_published: bool) -> int:
             raise UserError(f"{run_dir}: not a directory; give run directories (each holding launch.yaml)")
         found = measured_run(run_dir.absolute())
         try:
-            row = run_row(str(run_dir), found.config, found.phases, found.response_mean)
+            row = run_row(str(run_dir), found.config, found.phases, found.lengths, found.spread)
         except InputError as err:
             raise UserError(f"{run_dir / 'launch.yaml'}: {err}") from None
         if not row.fitted:
             raise UserError(f"{run_dir}: its logged phases ({', '.join(found.phases)}) are none the model predicts")
-        length = f", responses {found.response_mean} tokens on average" if found.response_mean else ""
+        logged = ", ".join(f"{k} {v}" for k, v in found.lengths.items())
+        length = f", lengths logged (tokens): {logged}" if logged else ", no lengths logged (the config's maxima)"
         print(f"run {run_dir}: {found.steps} step(s) after warm-up{length}: {', '.join(sorted(row.fitted))}")
         rows.append(row)
         found_runs.append(found)
@@ -106,15 +111,41 @@ def run(run_dirs: list[Path], out: Path, with_published: bool) -> int:
         f"measure, keep the published {device} fit's"
     )
     print("\n".join(fit_lines(cal, [*rows, *published], base.efficiency)))
+    print("\n".join(band_lines(cal, rows, base)))
+    if notes := unfitted_lines([*rows, *published], cal):
+        print("measured phases that fit nothing:")
+        print("\n".join(notes))
     write(out, as_yaml(cal, names + [f"published: {r.id}" for r in published]))
     print(f"wrote {out}: use it with plan.calibration={out.absolute()} (the dry run, {PROG.split()[0]} plan), and")
     print(f"  {PROG.split()[0]} report RUN_DIR --calibration {out} for predicted against measured before and after")
-    if means := sorted({r.response_mean for r in found_runs if r.response_mean}):
+    if cal.lengths:
+        said = ", ".join(f"{k} {v}" for k, v in cal.lengths.items())
         print(
-            f"the runs' phases are fitted at the response lengths they logged ({', '.join(map(str, means))} tokens "
-            "on average): plan with plan.response_length=N, the mean you expect, for the same footing"
+            f"predictions with {out} are made at the lengths the runs logged ({said} tokens: the median over the "
+            "runs), the lengths the efficiencies were fitted at; plan.response_length=N predicts at another mean"
+        )
+    else:
+        print(
+            "the runs logged no lengths (prompt_length/mean, response_length/mean): predictions with this file are "
+            "made at the config's data.max_prompt_length and data.max_response_length, as the runs were timed"
         )
     return 0
+
+
+def band_lines(cal, rows: list[Row], base) -> list[str]:
+    """Where each phase's band came from: the runs' own error across layouts and step spread, or the published
+    band where fewer than two runs measure the phase (a single run earns no error across layouts)."""
+    out = []
+    for phase, (low, high) in cal.band.items():
+        runs = [r for r in rows if phase in r.fitted]
+        if len(runs) >= 2 and (low, high) != base.band[phase]:
+            whence = f"{len(runs)} runs' leave-one-out error across layouts x their step-to-step spread"
+        elif runs:
+            whence = "the published band: one run measures it, no error across layouts to earn a band of its own"
+        else:
+            whence = "the published band: no run measures it"
+        out.append(f"  band {phase} x{low:.2f}-x{high:.2f} (+-{100 * (high - low) / 2:.0f}%): {whence}")
+    return ["where the bands come from:", *out]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,7 @@ file.
 
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,11 @@ class MeasuredRun:
     phases: dict[str, float]  # phase -> median seconds over the steps after each start's first
     steps: int  # the steps those medians rest on
     response_mean: int | None  # median of verl's response_length/mean, the response length the phases ran at
+    # The lengths the phases ran at (medians of verl's prompt_length/mean, response_length/mean and
+    # response_length/max): `prompt`, `response`, `longest`, those the run logged.
+    lengths: dict[str, int] = field(default_factory=dict)
+    # Each phase's step-to-step spread: its steps' 10th and 90th percentile (nearest rank) over their median.
+    spread: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def interpolations(tree: Any, where: str = "") -> list[str]:
@@ -62,18 +67,31 @@ def recorded_config(run_dir: Path) -> DictConfig:
     return cfg
 
 
-def _medians(metrics: Metrics) -> tuple[dict[str, float], int, int | None]:
-    """Each phase's median seconds and the mean response length's median, over the steps after each start's
+# verl's data metrics (verl/trainer/ppo/metric_utils.py compute_data_metrics) the lengths come from.
+LENGTH_METRICS = {"prompt": "prompt_length/mean", "response": "response_length/mean", "longest": "response_length/max"}
+
+
+def spread(values: list[float]) -> tuple[float, float]:
+    """The 10th and 90th percentile (nearest rank, outward: the lowest and highest tenth rounded down left out) of
+    `values` over their median."""
+    ordered, middle = sorted(values), statistics.median(values)
+    cut = len(ordered) // 10
+    return (ordered[cut] / middle, ordered[-1 - cut] / middle) if middle > 0 else (1.0, 1.0)
+
+
+def _medians(metrics: Metrics) -> tuple[dict[str, float], int, dict[str, int], dict[str, tuple[float, float]]]:
+    """Each phase's median seconds and step spread, the logged lengths' medians, over the steps after each start's
     first (all steps when there are no others), and how many steps that is."""
     kept = [s for s in metrics.training_steps if s not in metrics.warm_up] or metrics.training_steps
-    medians = {}
-    for name in [f"timing_s/{phase}" for phase in PHASES] + ["response_length/mean"]:
-        values = [metrics.steps[s][name] for s in kept if name in metrics.steps[s]]
-        if values:
-            medians[name] = statistics.median(values)
-    phases = {p: medians[f"timing_s/{p}"] for p in PHASES if f"timing_s/{p}" in medians}
-    mean = round(medians.get("response_length/mean", 0))
-    return phases, len(kept), mean if mean > 0 else None
+    values = {}
+    for name in [f"timing_s/{phase}" for phase in PHASES] + list(LENGTH_METRICS.values()):
+        found = [metrics.steps[s][name] for s in kept if name in metrics.steps[s]]
+        if found:
+            values[name] = found
+    phases = {p: statistics.median(values[f"timing_s/{p}"]) for p in PHASES if f"timing_s/{p}" in values}
+    spreads = {p: spread(values[f"timing_s/{p}"]) for p in phases}
+    lengths = {k: round(statistics.median(values[name])) for k, name in LENGTH_METRICS.items() if name in values}
+    return phases, len(kept), {k: v for k, v in lengths.items() if v > 0}, spreads
 
 
 def measured_run(run_dir: Path) -> MeasuredRun:
@@ -87,10 +105,10 @@ def measured_run(run_dir: Path) -> MeasuredRun:
             f"{places.metrics}: no metrics logged (nor tensorboard events in {places.tensorboard}); calibrate reads "
             "verl's timing_s/<phase> of a run launched with logger=[console,file]"
         )
-    phases, steps, mean = _medians(metrics)
+    phases, steps, lengths, spreads = _medians(metrics)
     if not phases:
         raise UserError(
             f"{places.metrics}: no timing_s/{{{','.join(PHASES)}}} metric in {', '.join(metrics.sources)}; "
             "calibrate needs verl's per-phase timings"
         )
-    return MeasuredRun(run_dir, cfg, phases, steps, mean)
+    return MeasuredRun(run_dir, cfg, phases, steps, lengths.get("response"), lengths, spreads)
