@@ -334,7 +334,7 @@ class Model:
         e = estimate_layout(self.facts, lo, s)
         timed = self.recipe.timed(s)
         rollout = gen if gen is not None else rollout_terms(self.facts, lo, timed, e, self.rates)
-        time = combine(rollout, train, offload_seconds(e, s), timed, lo, self.calibration, self.recipe)
+        time = combine(rollout, train, offload_seconds(e, s), timed, lo, self.calibration, self.recipe, self.facts)
         return Candidate(lo, split, e, warnings, time, actionable, batches=batches.changed(self.settings, s))
 
     def training(
