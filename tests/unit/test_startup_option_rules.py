@@ -45,6 +45,8 @@ CASES = [
     ({f"{NSYS}.worker_nsight_options": None}, None, f"{NSYS}.worker_nsight_options"),  # nothing profiled
     ({**PROFILED, "global_profiler.steps": [0, 2]}, "warning", "global_profiler.steps"),
     ({**PROFILED, "global_profiler.steps": []}, "warning", "global_profiler.steps"),
+    ({"global_profiler.tool": "nsight"}, "warning", "global_profiler.tool"),
+    ({"global_profiler.tool": "torch"}, None, "global_profiler.tool"),
     ({"reward.reward_manager.source": "pip"}, "error", "reward.reward_manager.source"),
     ({"reward_model.reward_loop_source": "pip"}, "error", "reward_model.reward_loop_source"),
     ({"reward_model.reward_loop_class_name": "MyManager"}, "warning", "reward_model.reward_loop_class_name"),

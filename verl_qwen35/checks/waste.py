@@ -260,6 +260,25 @@ def no_update_problems(cfg: DictConfig) -> list[Problem]:
     return found
 
 
+# verl/utils/profiler/profile.py DistProfiler.__init__ (0.9.1 :156-178; 0.8.0 :120-136): these tools get a profiler,
+# any other name the no-op one.
+PROFILER_TOOLS = ("nsys", "npu", "torch", "torch_memory", "precision_debugger")
+
+
+def profiler_tool_problems(cfg: DictConfig) -> list[Problem]:
+    tool = _get(cfg, "global_profiler.tool")
+    if tool is None or tool in PROFILER_TOOLS:
+        return []
+    return [
+        warning(
+            "global_profiler.tool",
+            f"={tool!r}: verl's DistProfiler builds a profiler only for {', '.join(PROFILER_TOOLS)} and falls back "
+            "to a no-op one for any other name (verl/utils/profiler/profile.py:156-178), so nothing is profiled; "
+            "use one of those, or null",
+        )
+    ]
+
+
 def load_contents_problems(cfg: DictConfig) -> list[Problem]:
     """A resume that loads the optimizer and step but not the saved weights trains on from the base model."""
     if _get(cfg, f"{T}.resume_mode", "auto") == "disable":
@@ -450,6 +469,7 @@ def waste_problems(cfg: DictConfig, steps: Steps) -> list[Problem]:
         + keep_count_problems(cfg)
         + no_update_problems(cfg)
         + profile_steps_problems(cfg, steps)
+        + profiler_tool_problems(cfg)
         + load_contents_problems(cfg)
         + length_problems(cfg)
         + correction_problems(cfg)
