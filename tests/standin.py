@@ -45,3 +45,32 @@ def run_with(root: Path, *argv: str, cwd: Path | None = None) -> subprocess.Comp
     return subprocess.run(
         [sys.executable, *argv], cwd=cwd or root, env=env, capture_output=True, text=True, timeout=120, check=False
     )
+
+
+# The product's own dependencies (what `verl-qwen35 doctor` and a fast dry run import), linked into an isolated
+# path so that nothing else this venv holds is seen: an image's package set is then exactly the stand-ins.
+OWN = ("omegaconf", "hydra", "antlr4", "yaml", "_yaml", "packaging", "tabulate")
+
+
+def isolated(root: Path) -> Path:
+    """`root` plus links to the product's own dependencies (for `run_isolated`)."""
+    import importlib.util
+
+    for name in OWN:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            continue
+        where = Path(next(iter(spec.submodule_search_locations))) if spec.submodule_search_locations else None
+        where = where or Path(spec.origin)
+        if not (root / where.name).exists():
+            (root / where.name).symlink_to(where)
+    return root
+
+
+def run_isolated(root: Path, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -S ARGV`: no site-packages, only the stand-ins in `root` (see `isolated`) and this checkout."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("ASCEND_", "HYDRA_"))}
+    full = base | {"PYTHONPATH": os.pathsep.join([str(root), str(REPO)])} | (env or {})
+    return subprocess.run(
+        [sys.executable, "-S", *argv], cwd=root, env=full, capture_output=True, text=True, timeout=120, check=False
+    )

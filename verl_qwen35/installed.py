@@ -12,6 +12,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from verl_qwen35.data.matrices import DEVICES, assumed
 from verl_qwen35.errors import UserError
 from verl_qwen35.verl_release import NEWEST, VerlStanding, release_of, standing
 
@@ -22,12 +23,11 @@ SUPPORTED_VERL = ">=0.8"
 # The verl the config-only install names: the newest release CI runs against.
 CONFIG_ONLY_VERL = "pip install --no-deps 'verl==0.9.1'"
 _HERE = Path(__file__).resolve().parent
-# The Ascend image's megatron-core: the rules it implies are assumed when none is installed here.
-ASSUMED_MCORE = (0, 16)
-# The vLLM whose rules are assumed when none is installed here, by device: on GPU the one verl 0.9.1's
-# `vllm` extra pins (vllm==0.24.0; data/matrix/gpu.yaml recommends it), on NPU the Ascend image's
-# vLLM / vllm-ascend 0.18.0 (data/matrix/npu.yaml).
-ASSUMED_VLLM = {"gpu": (0, 24, 0), "npu": (0, 18, 0)}
+# What the rules assume for a package not installed here: the matrices' `assumed:` (data/matrix/<device>.yaml,
+# the one version truth doctor reads too). megatron-core: the Ascend images' (0.16, the same in both matrices);
+# vLLM by device: on GPU the one verl 0.9.1's `vllm` extra pins, on NPU the Ascend images' 0.18.0.
+ASSUMED_MCORE: tuple[int, int] = assumed("npu", "megatron-core")[:2]  # type: ignore[assignment]
+ASSUMED_VLLM = {device: assumed(device, "vllm") for device in DEVICES}
 
 
 class VerlNotInstalled(UserError, ModuleNotFoundError):
@@ -119,7 +119,13 @@ def installed_verl_schema() -> str:
 def installed_verl() -> VerlStanding:
     """The installed verl as this release judges it (a newer one by its own config files)."""
     found = installed_verl_version()
-    return standing(found, verl_config_dir() if release_of(found)[:2] > NEWEST else None)
+    if release_of(found)[:2] <= NEWEST:
+        return standing(found)
+    try:
+        config = verl_config_dir()
+    except FileNotFoundError:  # a verl without its config files: the standing says they could not be read
+        config = None
+    return standing(found, config)
 
 
 def schema_for(found: str) -> str:

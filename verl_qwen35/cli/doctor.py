@@ -16,7 +16,7 @@ from tabulate import tabulate
 from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.data import MATRIX_DIR
-from verl_qwen35.installed import detect_device
+from verl_qwen35.installed import VerlNotInstalled, detect_device
 from verl_qwen35.run.stack import MatrixError, Stack, Verdict, installed_version, known_stacks, stack_verdicts
 
 DEVICES = sorted(p.stem for p in MATRIX_DIR.glob("*.yaml"))
@@ -35,6 +35,14 @@ def stacks_table(stacks: list[Stack]) -> str:
     names = list(dict.fromkeys(name for s in stacks for name in s.pins))
     rows = [(name, installed_version(name), *(s.pins.get(name, "-") for s in stacks)) for name in names]
     return tabulate(rows, headers=("component", "installed", *(s.name for s in stacks)), tablefmt="plain")
+
+
+def rules_or_why_not(device: str) -> str:
+    """The versions a dry run's rules follow here; none without verl (the verl row says what to install)."""
+    try:
+        return rules_line(device)
+    except VerlNotInstalled:
+        return "rules      none: verl is not installed here (the verl row says what to install)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,13 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     failing = [v for v in verdicts if not v.ok]
     if args.format == "json":
         shown = {"device": device, "ok": not failing, "components": [asdict(v) for v in verdicts]}
-        shown["rules"] = rules_line(device)
+        shown["rules"] = rules_or_why_not(device)
         print(json.dumps(shown | {"stacks": [asdict(s) for s in stacks]}, indent=2))
     else:
         print(f"device={device}; matrix {matrix}")
         print(table(verdicts))
         verdict = "ready to launch" if not failing else f"NOT ready: {', '.join(v.name for v in failing)}"
-        print(rules_line(device))  # the versions a dry run's rules follow, as it prints them
+        print(rules_or_why_not(device))  # the versions a dry run's rules follow, as it prints them
         print(f"verdict: {verdict}")
         if stacks:
             print("\nstacks verl pins (shown, not enforced):")

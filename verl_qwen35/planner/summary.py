@@ -5,6 +5,7 @@ from functools import cache
 from omegaconf import DictConfig
 
 from verl_qwen35.checks.layout import layers_per_stage
+from verl_qwen35.checks.megatron_keys import mcore_in_use, planned_mcore
 from verl_qwen35.checks.memory import memory_lines
 from verl_qwen35.checks.rewrites import DEVICE_NAMES
 from verl_qwen35.checks.schedule import train_rows, training_steps
@@ -70,6 +71,11 @@ def judged_line(cfg: DictConfig, choices: dict[str, str], device: str) -> str:
         said = f"verl {verl.version} (plan.verl, {unverified}{files})"
     else:
         said = f"verl {verl.version} (installed, {unverified}{schema}; plan.verl=X.Y.Z judges for the cluster's)"
+    _, mcore = mcore_in_use(planned_mcore(cfg)[0])
+    stack = choices.get("npu_stack")
+    if stack and stack != "mindspeed" and device == "npu":
+        mcore = f"{mcore} npu_stack={stack}"
+    said += f", megatron-core {mcore}"
     hw, chosen = cfg.hardware, choices.get("hardware", "?")
     if chosen.startswith("tested_on/"):
         whose = "the machine the upstream script ran on" if chosen.count("_") else "this device's default machine"
