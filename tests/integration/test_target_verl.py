@@ -59,3 +59,23 @@ def test_a_planned_verl_newer_than_known_is_judged_with_the_newest_rules_and_say
     assert done.code == 0, done.said
     assert "WARNING [plan.verl] =0.10.0: verl 0.10.0 is newer than 0.9.x" in done.err
     assert done.out.splitlines()[0].startswith("judged     for verl 0.10.0 (plan.verl, newer than 0.9.x")
+
+
+def test_a_stack_named_by_its_id_plans_for_its_verl_and_megatron_core(cli):
+    """plan.stack=ascend_9.0.0_a3: the Ascend 9.0.0 image's verl 0.8.0 and megatron-core core_r0.16.0, read from
+    the NPU version matrix; the first line names the stack."""
+    done = cli("model=35b", "device=npu", "plan.stack=ascend_9.0.0_a3", "dry_run=true")
+    assert done.code == 0, done.said
+    first = done.out.splitlines()[0]
+    assert first.startswith(
+        "judged     for stack ascend_9.0.0_a3 (Ascend 9.0.0 A3 (verl 0.8.0), plan.stack): verl 0.8.0"
+    )
+    assert "megatron-core 0.16 (plan.megatron_core" in first
+    assert "rules      verl 0.8.0 (plan.verl), megatron-core 0.16 (plan.megatron_core; with MindSpeed, NPU)" in done.out
+
+
+def test_an_unknown_stack_is_refused_naming_the_stacks_there_are(cli):
+    done = cli("model=35b", "device=npu", "plan.stack=ascend_7", "dry_run=true")
+    assert done.code == 2
+    (line,) = [line for line in done.err.splitlines() if line.startswith("ERROR   [plan.stack]")]
+    assert "'ascend_9.0.0_a3'" in line and "'gpu_verl_main'" in line

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig, OmegaConf
 
-from verl_qwen35.checks.problem import Problem, error, warning
+from verl_qwen35.checks.problem import Problem, error, one_of, warning
+from verl_qwen35.data.matrices import stack_ids
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import installed_verl, installed_verl_version
 from verl_qwen35.verl_release import NEWEST, VerlStanding, release_of, shown, standing
 
 PLANNED = "plan.verl"
+STACK = "plan.stack"
 # The one key the schemas differ by: whether verl's Megatron engine config has `grad_offload`
 # (conf/verl_schema/*.yaml). A schema of a user's own --config-dir is not judged here.
 GRAD_OFFLOAD = {"v0_8": True, "v0_9_0": True, "v0_9": False}
@@ -70,9 +72,19 @@ def planned_standing(chosen: str) -> VerlStanding | str:
         return f"={chosen}: {err}"
 
 
+def stack_problems(cfg: DictConfig) -> list[Problem]:
+    """A `plan.stack` the version matrices do not have, naming those they have."""
+    chosen = OmegaConf.select(cfg, STACK, default=None)
+    if chosen is None or str(chosen) in stack_ids():
+        return []
+    return [error(STACK, f"={chosen!r} is no stack of the version matrices; {one_of(STACK, sorted(stack_ids()), '')}")]
+
+
 def planned_verl_problems(cfg: DictConfig, errors_only: bool = False) -> list[Problem]:
     """A `plan.verl` that is not a release, is older than the oldest known, or differs from the installed verl
     at a launch (which runs the installed one); in a dry run, what judging for it on these files means."""
+    if not errors_only and (unknown := stack_problems(cfg)):
+        return unknown
     chosen = _planned(cfg)
     if chosen is None:
         return []
@@ -98,12 +110,19 @@ def planned_verl_problems(cfg: DictConfig, errors_only: bool = False) -> list[Pr
                 f"={chosen}: verl {chosen}'s version rules were followed, on a config composed from the installed "
                 f"verl {installed}'s files (verl_schema={installed_verl().schema}); keys verl {chosen}'s own files "
                 f"add or lack are judged as verl {installed} has them. To judge verl {chosen}'s own files, run the "
-                f"dry run where it is installed: pip install --no-deps 'verl=={chosen}'",
+                f"dry run where it is installed: {install_command(chosen)}",
             )
         )
     if found.newer:
         notes.append(warning(PLANNED, f"={chosen}: {unverified_rules(chosen)}"))
     return notes
+
+
+def install_command(version: str) -> str:
+    """pip's command for a verl release; a development build (verl main reports 0.10.0.dev) is not on the index."""
+    if "dev" in version:
+        return "pip install --no-deps git+https://github.com/verl-project/verl.git (verl main)"
+    return f"pip install --no-deps 'verl=={version}'"
 
 
 def unverified_rules(version: str) -> str:

@@ -156,6 +156,9 @@ class Plan:
     # this one's (the Ascend 9.0.0 image runs 0.8.0). The config is still composed from the installed verl's
     # files. null: the installed one. A launch refuses one other than the installed.
     verl: str | None = None
+    # A stack of the version matrices (`ascend_9.0.0_a3`, `gpu_verl_main`, ...): plan.verl and plan.megatron_core
+    # default to its pins. null: none.
+    stack: str | None = None
 
 
 @dataclass

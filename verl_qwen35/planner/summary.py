@@ -2,7 +2,7 @@
 
 from functools import cache
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.layout import layers_per_stage
 from verl_qwen35.checks.megatron_keys import mcore_in_use, planned_mcore
@@ -14,6 +14,7 @@ from verl_qwen35.checks.verl_target import verl_in_use
 from verl_qwen35.config.choices import options
 from verl_qwen35.config.tracking import MODE, PLACE
 from verl_qwen35.config.yaml_files import load_yaml
+from verl_qwen35.data.matrices import stack_ids
 from verl_qwen35.installed import conf_dir, installed_verl, installed_verl_version
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, MemoryEstimate
@@ -76,6 +77,9 @@ def judged_line(cfg: DictConfig, choices: dict[str, str], device: str) -> str:
     if stack and stack != "mindspeed" and device == "npu":
         mcore = f"{mcore} npu_stack={stack}"
     said += f", megatron-core {mcore}"
+    stack_id = OmegaConf.select(cfg, "plan.stack", default=None)
+    if stack_id in stack_ids():
+        said = f"stack {stack_id} ({stack_ids()[stack_id][1]['name']}, plan.stack): {said}"
     hw, chosen = cfg.hardware, choices.get("hardware", "?")
     if chosen.startswith("tested_on/"):
         whose = "the machine the upstream script ran on" if chosen.count("_") else "this device's default machine"
