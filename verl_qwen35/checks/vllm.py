@@ -22,8 +22,9 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Problem, error, warning
+from verl_qwen35.checks.verl_target import verl_in_use
 from verl_qwen35.data import UPSTREAM_DIR
-from verl_qwen35.installed import ASSUMED_VLLM, installed_verl_version, installed_vllm
+from verl_qwen35.installed import ASSUMED_VLLM, installed_vllm
 
 ROLLOUT = "actor_rollout_ref.rollout"
 ENGINE = f"{ROLLOUT}.engine_kwargs.vllm"
@@ -76,9 +77,9 @@ def vllm_in_use(device: str) -> VllmInUse:
     return VllmInUse(found, True) if found else VllmInUse(ASSUMED_VLLM[device], False)
 
 
-def verl_minor() -> tuple[int, int]:
-    major, minor = installed_verl_version().split(".")[:2]
-    return int(major), int(minor)
+def verl_minor(cfg: DictConfig | None = None) -> tuple[int, int]:
+    """The verl release whose engine arguments apply: `plan.verl`, else the installed one."""
+    return verl_in_use(cfg).minor
 
 
 def shipped_snapshots() -> dict[tuple[int, int], str]:
@@ -266,4 +267,4 @@ def vllm_problems(cfg: DictConfig, device: str) -> list[Problem]:
     if cfg.actor_rollout_ref.rollout.get("name") != "vllm":
         return []
     vllm = vllm_in_use(device)
-    return sampling_problems(cfg, vllm) + engine_problems(cfg, vllm, verl_minor()) + load_format_problems(cfg)
+    return sampling_problems(cfg, vllm) + engine_problems(cfg, vllm, verl_minor(cfg)) + load_format_problems(cfg)

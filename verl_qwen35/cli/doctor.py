@@ -17,7 +17,7 @@ from verl_qwen35.checks.known_issues import KnownIssue, installed_issues, known_
 from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.data import MATRIX_DIR
-from verl_qwen35.installed import detect_device
+from verl_qwen35.installed import VerlNotInstalled, detect_device
 from verl_qwen35.run.stack import MatrixError, Stack, Verdict, installed_version, known_stacks, stack_verdicts
 
 DEVICES = sorted(p.stem for p in MATRIX_DIR.glob("*.yaml"))
@@ -48,6 +48,14 @@ def issue_lines(found: list[tuple[KnownIssue, dict[str, str]]]) -> list[str]:
     return lines
 
 
+def rules_or_why_not(device: str) -> str:
+    """The versions a dry run's rules follow here; none without verl (the verl row says what to install)."""
+    try:
+        return rules_line(device)
+    except VerlNotInstalled:
+        return "rules      none: verl is not installed here (the verl row says what to install)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="verl-qwen35 doctor", description=__doc__.splitlines()[0])
     parser.add_argument("device", nargs="?", default=None, help="device=gpu|npu (detected when omitted)")
@@ -76,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     issues = installed_issues(known_issues(args.config_dir), device)  # a bad team file: exit 2 naming it
     if args.format == "json":
         shown = {"device": device, "ok": not failing, "components": [asdict(v) for v in verdicts]}
-        shown["rules"] = rules_line(device)
+        shown["rules"] = rules_or_why_not(device)
         shown["known_issues"] = [
             {"id": i.id, "level": i.level, "link": i.link, "title": i.title, "installed": v, "when": trigger_text(i)}
             for i, v in issues
@@ -86,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"device={device}; matrix {matrix}")
         print(table(verdicts))
         verdict = "ready to launch" if not failing else f"NOT ready: {', '.join(v.name for v in failing)}"
-        print(rules_line(device))  # the versions a dry run's rules follow, as it prints them
+        print(rules_or_why_not(device))  # the versions a dry run's rules follow, as it prints them
         print(f"verdict: {verdict}")
         if issues:  # said, not failed: each bites only with the settings it names (the dry run checks those)
             print("\nknown upstream issues of the installed versions (the dry run checks their settings):")

@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir, detect_device, installed_verl_schema, verl_config_dir
 
-OUR_GROUPS = ("device", "model", "hardware", "parallel", "tuning", "verl_schema", "submit", "logger")
+OUR_GROUPS = ("device", "model", "hardware", "parallel", "tuning", "npu_stack", "verl_schema", "submit", "logger")
 DEFAULT_MODEL = "35b"  # conf/config.yaml's defaults list
 # `hardware: tested_on/${model}_${device}`: the machine each model's upstream script ran on, per device.
 TESTED_ON = "hardware/tested_on"

@@ -17,10 +17,11 @@ from verl_qwen35.checks.rewrites import startup_rewrites
 from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.checks.tracking import backends, swanlab_login_problems
 from verl_qwen35.checks.verl_settings import deprecation_notes
+from verl_qwen35.checks.verl_target import installed_verl_problems, planned_verl_problems, schema_problems, verl_in_use
 from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.config.secrets import redact
 from verl_qwen35.errors import UserError
-from verl_qwen35.installed import installed_verl_schema, missing_module_message
+from verl_qwen35.installed import missing_module_message
 from verl_qwen35.model.run import Run
 from verl_qwen35.planner.summary import plan_lines
 from verl_qwen35.run.environment import from_shell, job_environment
@@ -52,21 +53,12 @@ def job_context() -> tuple[dict[str, str], str | None]:
 
 def problems(run: Run) -> list[Problem]:
     cfg, mode = run.config, run.mode
+    if wrong_schema := schema_problems(run.choices.get("verl_schema")):
+        return wrong_schema  # every other finding would be about keys the schema added or lacks
     found = preflight(cfg, machine_missing="warning" if mode == "dry" else "error", estimate=run.estimate)
     if not structure_problems(cfg):  # a missing section: nothing reads inside it
         found += config_problems(cfg, user_config_dirs(), os.environ)  # upstream bugs this config would meet
-    schema = run.choices.get("verl_schema")
-    if mode != "dry" and schema and schema != installed_verl_schema():
-        found.append(
-            Problem(
-                "error",
-                ("verl_schema",),
-                (
-                    f"verl_schema={schema} but the installed verl needs {installed_verl_schema()}: drop the "
-                    "override to launch (it is for composing another verl's config)"
-                ),
-            )
-        )
+    found += installed_verl_problems() + planned_verl_problems(cfg)
     # A submitted run gets the real validators and the machine checks on the cluster, in its relaunch.
     here = mode == "full" or (mode == "launch" and not submitting(cfg))
     if here:  # a config-only install stops here, naming the install that runs verl
@@ -148,7 +140,9 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
             for name, value in from_shell(cfg).items():
                 print(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
     planned = planned_mcore(cfg)[0]  # plan.megatron_core, when given and usable
-    print(rules_line(run.device, planned), file=sys.stderr if errors else sys.stdout)  # what the rules assumed
+    print(
+        rules_line(run.device, planned, verl_in_use(cfg)), file=sys.stderr if errors else sys.stdout
+    )  # what the rules assumed
     for note in deprecation_notes(cfg) + startup_rewrites(cfg)[0]:
         print(redact(f"note       {note}"), file=sys.stderr if errors else sys.stdout)
     if errors:
