@@ -31,7 +31,7 @@ def shipped_at(cfg, lengths: dict[str, int]) -> StepTime:
     m, s = read_inputs(cfg)
     lo = Layout.of(cfg)
     recipe = dataclasses.replace(
-        Recipe.of(cfg, calibrated=False),
+        Recipe.of(cfg),
         response_length=lengths["response"],
         prompt_length=lengths["prompt"],
         longest_response=lengths["longest"],

@@ -417,7 +417,7 @@ def run_row(
     lo = Layout.of(cfg)
     given = dict(lengths or {})
     recipe = dataclasses.replace(
-        Recipe.of(cfg, calibrated=False),
+        Recipe.of(cfg),
         **({"response_length": given["response"]} if given.get("response") else {}),
         **({"prompt_length": given["prompt"]} if given.get("prompt") else {}),
         **({"longest_response": given["longest"]} if given.get("longest") else {}),

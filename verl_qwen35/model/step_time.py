@@ -141,10 +141,10 @@ class Recipe:
     lengths_from: str | None = None  # who chose the lengths: "plan.response_length" or the calibration file
 
     @classmethod
-    def of(cls, cfg: Any, calibrated: bool = True) -> "Recipe":
-        """The recipe of a config: `plan.response_length` when the user sets it, else the lengths the calibration in
-        force (`plan.calibration`) was fitted at (`calibrated`), else none (every response at
-        data.max_response_length)."""
+    def of(cls, cfg: Any) -> "Recipe":
+        """The recipe of a config, with `plan.response_length` when the user sets it, else no lengths (every
+        response at data.max_response_length); `at(calibration)` then gives the lengths a calibration was fitted at
+        (the caller reads the calibration in force: model/calibration.py builds on this module)."""
         actor = cfg.actor_rollout_ref.actor
         epochs = actor.get("ppo_epochs")
         megatron = actor.get("megatron") or {}
@@ -157,17 +157,13 @@ class Recipe:
         )
         if isinstance(mean, int) and not isinstance(mean, bool) and mean > 0:
             return dataclasses.replace(recipe, response_length=mean, lengths_from="plan.response_length")
-        if not calibrated:
-            return recipe
-        # calibration.py builds on this module; the file a config names is read there (one reader).
-        from verl_qwen35.model.calibration import calibration_of
-
-        return recipe.at(calibration_of(cfg))
+        return recipe
 
     def at(self, cal: "Calibration") -> "Recipe":
-        """This recipe at the lengths `cal` was fitted at (a user's calibration whose runs logged them)."""
+        """This recipe at the lengths `cal` was fitted at (a user's calibration whose runs logged them), unless the
+        user set plan.response_length."""
         lengths = cal.lengths or {}
-        if not lengths.get("response"):
+        if not lengths.get("response") or self.lengths_from == "plan.response_length":
             return self
         return dataclasses.replace(
             self,

@@ -304,7 +304,8 @@ class Model:
         """`run`: its facts and settings, read once when it was built (else read from `plain`)."""
         facts = run.facts if run is not None and run.facts is not None else ModelFacts.of(plain.model)
         settings = run.settings if run is not None and run.settings is not None else Settings.of(plain)
-        return cls(facts, settings, Rates.of(plain.hardware), calibration_of(plain), Recipe.of(plain))
+        cal = calibration_of(plain)
+        return cls(facts, settings, Rates.of(plain.hardware), cal, Recipe.of(plain).at(cal))
 
     def settings_for(self, split: Split, settings: Settings | None = None) -> Settings:
         """The config's settings (or `settings`: smaller micro-batches) with this stage split."""
