@@ -8,7 +8,6 @@ phase's fit and every run's leave-one-out error, and writes the calibration file
 gives the dry run, `verl-qwen35 plan` and `verl-qwen35 report --calibration FILE`.
 """
 
-import argparse
 import os
 import stat
 import tempfile
@@ -29,6 +28,7 @@ from verl_qwen35.model.calibration import (
 )
 from verl_qwen35.model.memory import InputError
 from verl_qwen35.review.calibration_runs import measured_run
+from verl_qwen35.terminal import SafeParser, say
 
 PROG = "verl-qwen35 calibrate"
 DEFAULT_OUT = Path("calibration.yaml")
@@ -92,7 +92,7 @@ def run(run_dirs: list[Path], out: Path, with_published: bool) -> int:
         if not row.fitted:
             raise UserError(f"{run_dir}: its logged phases ({', '.join(found.phases)}) are none the model predicts")
         length = f", responses {found.response_mean} tokens on average" if found.response_mean else ""
-        print(f"run {run_dir}: {found.steps} step(s) after warm-up{length}: {', '.join(sorted(row.fitted))}")
+        say(f"run {run_dir}: {found.steps} step(s) after warm-up{length}: {', '.join(sorted(row.fitted))}")
         rows.append(row)
         found_runs.append(found)
         names.append(str(run_dir.absolute()))
@@ -101,16 +101,16 @@ def run(run_dirs: list[Path], out: Path, with_published: bool) -> int:
     base = shipped(device)
     what = f"{len(rows)} {device} run(s)" + (f" and {len(published)} published {device} rows" if published else "")
     cal = calibrate([*rows, *published], f"{out} ({what})", device, base)
-    print(
+    say(
         f"fit on {what}; an efficiency no run measures, and the band of a phase fewer than {MIN_BAND_ROWS} runs "
         f"measure, keep the published {device} fit's"
     )
-    print("\n".join(fit_lines(cal, [*rows, *published], base.efficiency)))
+    say("\n".join(fit_lines(cal, [*rows, *published], base.efficiency)))
     write(out, as_yaml(cal, names + [f"published: {r.id}" for r in published]))
-    print(f"wrote {out}: use it with plan.calibration={out.absolute()} (the dry run, {PROG.split()[0]} plan), and")
-    print(f"  {PROG.split()[0]} report RUN_DIR --calibration {out} for predicted against measured before and after")
+    say(f"wrote {out}: use it with plan.calibration={out.absolute()} (the dry run, {PROG.split()[0]} plan), and")
+    say(f"  {PROG.split()[0]} report RUN_DIR --calibration {out} for predicted against measured before and after")
     if means := sorted({r.response_mean for r in found_runs if r.response_mean}):
-        print(
+        say(
             f"the runs' phases are fitted at the response lengths they logged ({', '.join(map(str, means))} tokens "
             "on average): plan with plan.response_length=N, the mean you expect, for the same footing"
         )
@@ -118,7 +118,7 @@ def run(run_dirs: list[Path], out: Path, with_published: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser = SafeParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="runs launched by verl-qwen35")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"the calibration file (default ./{DEFAULT_OUT})")
     parser.add_argument(

@@ -37,6 +37,7 @@ from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir
 from verl_qwen35.run.stops import stops_deferred
 from verl_qwen35.run.sweep import guarded_job, in_multirun, interrupted, released_when_done
+from verl_qwen35.terminal import safe
 
 
 def _presets(argv: list[str]) -> int:
@@ -183,7 +184,7 @@ def printed_configs_redacted(argv: list[str]) -> Iterator[None]:
         with redirect_stdout(captured):
             yield
     finally:
-        sys.stdout.write(redact_config_text(captured.getvalue()))
+        sys.stdout.write(safe(redact_config_text(captured.getvalue())))
 
 
 def not_utf8(argv: list[str]) -> None:

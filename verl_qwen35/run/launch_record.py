@@ -28,6 +28,7 @@ from verl_qwen35.installed import __version__, installed_verl_schema, installed_
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.private_files import write_private
 from verl_qwen35.shell import comment, quote
+from verl_qwen35.terminal import say
 
 LAUNCH_FILE = "launch.yaml"
 HEADER = "verl_qwen35"  # the metadata node; the config itself is under `config`
@@ -108,7 +109,7 @@ def write_launch_file(cfg: DictConfig, run_dir: str | Path, schema: str | None =
     header = comment(f"Relaunch exactly this run: python -m verl_qwen35 relaunch {quote(Path(run_dir).absolute())}")
     write_private(path, redact(header + "\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)))
     if warning := shared_storage_warning(cfg):
-        print(warning, file=sys.stderr)
+        say(warning, file=sys.stderr)
     return path
 
 
