@@ -33,6 +33,7 @@ from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
+from verl_qwen35.config.line_breaks import check_line_breaks
 from verl_qwen35.config.yaml_files import MAX_BYTES, read_limited
 from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
@@ -220,7 +221,8 @@ def write_sweep(directory: Path, listed: list[tuple[str, Candidate]], cfg: DictC
             where[last] = value
         # The package line first: Hydra reads it from the file's header (the stage counts sit beside `parallel`).
         header = "# @package _global_\n"
-        header += f"# Layout {rank} of {PROG} for {cfg.model.name} on {c.layout.nnodes}x{c.layout.devices_per_node}.\n"
+        shown = json.dumps(str(cfg.model.name))  # quoted as data: nothing in a value ends the comment
+        header += f"# Layout {rank} of {PROG} for {shown} on {c.layout.nnodes}x{c.layout.devices_per_node}.\n"
         write_file(directory / "parallel" / f"{name}.yaml", header + OmegaConf.to_yaml(node), within=directory)
         names.append(name)
     return names
@@ -301,7 +303,9 @@ def _compose(overrides: list[str], config_dirs: list[Path]) -> tuple[Run, Layout
     if not any(_key(o) == "dry_run" for o in overrides):
         overrides = [*overrides, "dry_run=true"]
     # Hydra's and OmegaConf's errors: errors.answered names the override or key
-    run, broken = build_run(compose(overrides, config_dirs=config_dirs), mode="dry", keep_composed=True)
+    composed = compose(overrides, config_dirs=config_dirs)
+    check_line_breaks(composed)  # a value that could end a line of a file the plan writes, before any is written
+    run, broken = build_run(composed, mode="dry", keep_composed=True)
     if broken:
         raise UsageError("; ".join(f"{', '.join(p.keys)}: {p.message}" for p in broken))
     resolved = run.config
