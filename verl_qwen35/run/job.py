@@ -18,6 +18,7 @@ from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.checks.tracking import backends, swanlab_login_problems
 from verl_qwen35.checks.verl_settings import deprecation_notes
 from verl_qwen35.checks.versions import rules_line
+from verl_qwen35.config.output_paths import writes_lines
 from verl_qwen35.config.secrets import redact
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import installed_verl_schema, missing_module_message
@@ -148,6 +149,9 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
         if not errors:
             for name, value in from_shell(cfg).items():
                 say(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
+    if not errors:  # every place the run writes outside its run directory, whoever chose it (a preset too)
+        for line in writes_lines(cfg, output_dir):
+            say(redact(line))
     planned = planned_mcore(cfg)[0]  # plan.megatron_core, when given and usable
     say(rules_line(run.device, planned), file=sys.stderr if errors else sys.stdout)  # what the rules assumed
     for note in deprecation_notes(cfg) + startup_rewrites(cfg)[0]:
