@@ -10,10 +10,10 @@ gives the dry run, `verl-qwen35 plan` and `verl-qwen35 report --calibration FILE
 
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from verl_qwen35.cli.answers import answered
+from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
 from verl_qwen35.model.calibration import (
     MIN_BAND_ROWS,
@@ -53,22 +53,6 @@ def check_target(path: Path) -> None:
         ) from None
 
 
-def write(path: Path, text: str) -> None:
-    """A temporary file in the same directory, renamed over `path` once whole (rename replaces a link, never
-    writes through one)."""
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
 def device_kind(rows: list[Row]) -> str:
     """The one device kind the runs ran on: a fit is per kind (model/calibration.py), so a mix is refused."""
     kinds = {r.device for r in rows}
@@ -106,7 +90,7 @@ def run(run_dirs: list[Path], out: Path, with_published: bool) -> int:
         f"measure, keep the published {device} fit's"
     )
     say("\n".join(fit_lines(cal, [*rows, *published], base.efficiency)))
-    write(out, as_yaml(cal, names + [f"published: {r.id}" for r in published]))
+    write_file(out, as_yaml(cal, names + [f"published: {r.id}" for r in published]), within=out.absolute().parent)
     say(f"wrote {out}: use it with plan.calibration={out.absolute()} (the dry run, {PROG.split()[0]} plan), and")
     say(f"  {PROG.split()[0]} report RUN_DIR --calibration {out} for predicted against measured before and after")
     if means := sorted({r.response_mean for r in found_runs if r.response_mean}):
