@@ -18,6 +18,8 @@ ESC = "\x1b"
 # a right-to-left override that reorders what follows it.
 HOSTILE = f"x{ESC}]0;owned\a{ESC}[2J\rOK\u202e"
 # Raw bytes a terminal obeys: C0 but tab and newline, DEL, C1 (UTF-8 encoded), the bidi override.
+# The same on one line: a value with a carriage return is refused (config/line_breaks.py), one with ESC taken.
+INLINE = HOSTILE.replace("\r", "")
 RAW = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80\xae")
 
 
@@ -44,9 +46,9 @@ def test_safe_escapes_controls_and_keeps_lines():
 
 
 def test_an_override_value_is_shown_escaped_in_the_verdict_and_the_sweeps_log(tmp_path):
-    code, said = run(tmp_path, "-m", "dry_run=true", f"trainer.experiment_name='{HOSTILE}',b")
+    code, said = run(tmp_path, "-m", "dry_run=true", f"trainer.experiment_name='{INLINE}',b")
     text = shown_escaped(said)
-    assert code == 0 and "\\rOK" in text
+    assert code == 0 and "\\x1b[2JOK" in text
 
 
 def test_an_override_hydra_cannot_parse_is_quoted_escaped(tmp_path):
@@ -87,14 +89,14 @@ def test_yaml_files_compared_by_diff_are_shown_escaped(tmp_path):
 
 def test_an_imported_lists_values_are_shown_escaped(tmp_path):
     lines = ["model_engine=megatron", "actor_rollout_ref.model.path=Qwen/Qwen3.5-35B-A3B"]
-    lines += [f"trainer.experiment_name='{HOSTILE}'", f"no.such.key{ESC}[2J=1"]
+    lines += [f"trainer.experiment_name='{INLINE}'", f"no.such.key{ESC}[2J=1"]
     (tmp_path / "run.txt").write_text("\n".join(lines) + "\n")
     code, said = run(tmp_path, "import", str(tmp_path / "run.txt"), "--out", str(tmp_path / "out"))
     shown_escaped(said)
 
 
 def test_hydras_own_printing_of_the_config_is_escaped(tmp_path):
-    code, said = run(tmp_path, "--cfg=job", f"trainer.experiment_name='{HOSTILE}'")
+    code, said = run(tmp_path, "--cfg=job", f"trainer.experiment_name='{INLINE}'")
     assert code == 0
     shown_escaped(said)
 
