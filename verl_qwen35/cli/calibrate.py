@@ -11,13 +11,12 @@ calibration file that `plan.calibration=FILE` gives the dry run, `verl-qwen35 pl
 plan.response_length says otherwise.
 """
 
-import argparse
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from verl_qwen35.cli.answers import answered
+from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
 from verl_qwen35.model.calibration import (
     MIN_BAND_ROWS,
@@ -33,6 +32,7 @@ from verl_qwen35.model.calibration import (
 )
 from verl_qwen35.model.memory import InputError
 from verl_qwen35.review.calibration_runs import measured_run
+from verl_qwen35.terminal import SafeParser, say
 
 PROG = "verl-qwen35 calibrate"
 DEFAULT_OUT = Path("calibration.yaml")
@@ -55,22 +55,6 @@ def check_target(path: Path) -> None:
         raise UserError(
             f"--out {path}: exists and is not a calibration file of {PROG}; not replaced: give another --out"
         ) from None
-
-
-def write(path: Path, text: str) -> None:
-    """A temporary file in the same directory, renamed over `path` once whole (rename replaces a link, never
-    writes through one)."""
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
 
 
 def device_kind(rows: list[Row]) -> str:
@@ -97,7 +81,7 @@ def run(run_dirs: list[Path], out: Path, with_published: bool) -> int:
             raise UserError(f"{run_dir}: its logged phases ({', '.join(found.phases)}) are none the model predicts")
         logged = ", ".join(f"{k} {v}" for k, v in found.lengths.items())
         length = f", lengths logged (tokens): {logged}" if logged else ", no lengths logged (the config's maxima)"
-        print(f"run {run_dir}: {found.steps} step(s) after warm-up{length}: {', '.join(sorted(row.fitted))}")
+        say(f"run {run_dir}: {found.steps} step(s) after warm-up{length}: {', '.join(sorted(row.fitted))}")
         rows.append(row)
         found_runs.append(found)
         names.append(str(run_dir.absolute()))
@@ -106,26 +90,26 @@ def run(run_dirs: list[Path], out: Path, with_published: bool) -> int:
     base = shipped(device)
     what = f"{len(rows)} {device} run(s)" + (f" and {len(published)} published {device} rows" if published else "")
     cal = calibrate([*rows, *published], f"{out} ({what})", device, base)
-    print(
+    say(
         f"fit on {what}; an efficiency no run measures, and the band of a phase fewer than {MIN_BAND_ROWS} runs "
         f"measure, keep the published {device} fit's"
     )
-    print("\n".join(fit_lines(cal, [*rows, *published], base.efficiency)))
-    print("\n".join(band_lines(cal, rows, base)))
+    say("\n".join(fit_lines(cal, [*rows, *published], base.efficiency)))
+    say("\n".join(band_lines(cal, rows, base)))
     if notes := unfitted_lines([*rows, *published], cal):
-        print("measured phases that fit nothing:")
-        print("\n".join(notes))
-    write(out, as_yaml(cal, names + [f"published: {r.id}" for r in published]))
-    print(f"wrote {out}: use it with plan.calibration={out.absolute()} (the dry run, {PROG.split()[0]} plan), and")
-    print(f"  {PROG.split()[0]} report RUN_DIR --calibration {out} for predicted against measured before and after")
+        say("measured phases that fit nothing:")
+        say("\n".join(notes))
+    write_file(out, as_yaml(cal, names + [f"published: {r.id}" for r in published]), within=out.absolute().parent)
+    say(f"wrote {out}: use it with plan.calibration={out.absolute()} (the dry run, {PROG.split()[0]} plan), and")
+    say(f"  {PROG.split()[0]} report RUN_DIR --calibration {out} for predicted against measured before and after")
     if cal.lengths:
         said = ", ".join(f"{k} {v}" for k, v in cal.lengths.items())
-        print(
+        say(
             f"predictions with {out} are made at the lengths the runs logged ({said} tokens: the median over the "
             "runs), the lengths the efficiencies were fitted at; plan.response_length=N predicts at another mean"
         )
     else:
-        print(
+        say(
             "the runs logged no lengths (prompt_length/mean, response_length/mean): predictions with this file are "
             "made at the config's data.max_prompt_length and data.max_response_length, as the runs were timed"
         )
@@ -149,7 +133,7 @@ def band_lines(cal, rows: list[Row], base) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser = SafeParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="runs launched by verl-qwen35")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"the calibration file (default ./{DEFAULT_OUT})")
     parser.add_argument(

@@ -67,6 +67,47 @@ def recorded_config(run_dir: Path) -> DictConfig:
     return cfg
 
 
+# A step of verl's GRPO trainer lasts seconds to hours; a week is no measurement of one (a clock jump, a unit
+# mistake, an edited file).
+MAX_STEP_S = 7 * 24 * 3600.0
+STEP = "timing_s/step"
+
+
+def _not_a_measurement(name: str, value: float, step_s: float | None) -> str | None:
+    """Why `value` (seconds of `name` in a step that took `step_s`) cannot have been measured, or None."""
+    if value < 0:
+        return "a negative duration"
+    if name == STEP and value == 0:
+        return "a step that took no time"
+    if value > MAX_STEP_S:
+        return f"longer than {MAX_STEP_S / 86400:g} days"
+    if name != STEP and step_s is not None and value > step_s * 1.01:  # verl times each phase inside the step
+        return f"longer than the step it is part of ({STEP}={step_s:g})"
+    return None
+
+
+def check_timings(metrics: Metrics, steps: list[int]) -> None:
+    """Refuse, naming the file and line, a timing that cannot be a measurement: not a finite number, negative, a
+    step of zero seconds or of more than a week, a phase longer than its step (verl/trainer/ppo/ray_trainer.py
+    times each phase inside `marked_timer("step")`)."""
+    names = [STEP, *(f"timing_s/{phase}" for phase in PHASES)]
+    for step in steps:
+        where = metrics.origin.get(step, f"step {step}")
+        for name in names:
+            if name in metrics.not_finite.get(step, {}):
+                raise UserError(
+                    f"{where}: {name}={metrics.not_finite[step][name]} is not a finite number of seconds, so not a "
+                    "measurement; remove that run (or the line) and calibrate again"
+                )
+        data = metrics.steps.get(step, {})
+        for name in names:
+            if name in data and (why := _not_a_measurement(name, data[name], data.get(STEP))):
+                raise UserError(
+                    f"{where}: {name}={data[name]:g} is {why}, so not a measurement; remove that run (or the line) "
+                    "and calibrate again"
+                )
+
+
 # verl's data metrics (verl/trainer/ppo/metric_utils.py compute_data_metrics) the lengths come from.
 LENGTH_METRICS = {"prompt": "prompt_length/mean", "response": "response_length/mean", "longest": "response_length/max"}
 
@@ -83,6 +124,7 @@ def _medians(metrics: Metrics) -> tuple[dict[str, float], int, dict[str, int], d
     """Each phase's median seconds and step spread, the logged lengths' medians, over the steps after each start's
     first (all steps when there are no others), and how many steps that is."""
     kept = [s for s in metrics.training_steps if s not in metrics.warm_up] or metrics.training_steps
+    check_timings(metrics, sorted(set(metrics.steps) | set(metrics.not_finite)))
     values = {}
     for name in [f"timing_s/{phase}" for phase in PHASES] + list(LENGTH_METRICS.values()):
         found = [metrics.steps[s][name] for s in kept if name in metrics.steps[s]]

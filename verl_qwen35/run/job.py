@@ -19,6 +19,7 @@ from verl_qwen35.checks.tracking import backends, swanlab_login_problems
 from verl_qwen35.checks.verl_settings import deprecation_notes
 from verl_qwen35.checks.verl_target import installed_verl_problems, planned_verl_problems, schema_problems, verl_in_use
 from verl_qwen35.checks.versions import rules_line
+from verl_qwen35.config.output_paths import writes_lines
 from verl_qwen35.config.secrets import redact
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import missing_module_message
@@ -31,6 +32,7 @@ from verl_qwen35.run.resolved import MODES, UNDEFINED_AFTER_ERRORS, build_run, w
 from verl_qwen35.run.submit import SubmitError, run_dir_problems, submit, submitting
 from verl_qwen35.run.sweep import in_multirun, note_job_id, write_verdict
 from verl_qwen35.run.tracking_files import keep_file_history
+from verl_qwen35.terminal import say
 
 __all__ = ["MODES", "job_context", "launch_now", "run_job"]
 
@@ -135,20 +137,23 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
     errors = [p for p in found if p.level == "error"]
     report(found, output_dir, mode, *memory_or_none(run, bool(errors)))
     if mode != "launch":
-        print(redact("\n".join(plan_or_why_not(run, bool(errors)))))
+        say(redact("\n".join(plan_or_why_not(run, bool(errors)))))
         if not errors:
             for name, value in from_shell(cfg).items():
-                print(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
+                say(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
+    if not errors:  # every place the run writes outside its run directory, whoever chose it (a preset too)
+        for line in writes_lines(cfg, output_dir):
+            say(redact(line))
     planned = planned_mcore(cfg)[0]  # plan.megatron_core, when given and usable
-    print(
+    say(
         rules_line(run.device, planned, verl_in_use(cfg)), file=sys.stderr if errors else sys.stdout
     )  # what the rules assumed
     for note in deprecation_notes(cfg) + startup_rewrites(cfg)[0]:
-        print(redact(f"note       {note}"), file=sys.stderr if errors else sys.stdout)
+        say(redact(f"note       {note}"), file=sys.stderr if errors else sys.stdout)
     if errors:
         return refused(len(errors))
     if mode != "launch":
-        print(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
+        say(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
     if submitting(cfg):  # Hydra always gives a run its output dir; the cwd only outside Hydra
         submit_run(cfg, str(run_dir_of(output_dir)), choices.get("verl_schema"), dry=mode != "launch")
         return True
@@ -156,7 +161,7 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
         return True
     if output_dir:
         write_launch_file(cfg, output_dir, choices.get("verl_schema"))
-        print(f"relaunch   verl-qwen35 relaunch {output_dir}", file=sys.stderr)
+        say(f"relaunch   verl-qwen35 relaunch {output_dir}", file=sys.stderr)
     launch_now(cfg)
     return True
 
@@ -168,7 +173,7 @@ def submit_run(cfg: DictConfig, output_dir: str, schema: str | None, dry: bool) 
     except SubmitError as err:
         if in_multirun():  # the sweep records the reason as this job's verdict and goes on
             raise UserError(f"[submit] {err}") from None
-        print(f"ERROR   [submit] {err}", file=sys.stderr)
+        say(f"ERROR   [submit] {err}", file=sys.stderr)
         raise LaunchRefused(2) from None
     if job_id:
         note_job_id(output_dir, job_id)
@@ -185,11 +190,11 @@ def report(
     if output_dir:
         write_verdict(output_dir, mode, found, memory=memory, headroom=headroom)
     for problem in found:
-        print(redact(str(problem)), file=sys.stderr)
+        say(redact(str(problem)), file=sys.stderr)
 
 
 def refused(errors: int) -> bool:
-    print(f"verdict    REFUSED: {errors} error(s), nothing launched", file=sys.stderr)
+    say(f"verdict    REFUSED: {errors} error(s), nothing launched", file=sys.stderr)
     if not in_multirun():
         raise PreflightRefused(2)
     return False  # in a sweep the next job runs; SweepSummary reports and sets the exit code
