@@ -35,6 +35,7 @@ import functools
 import heapq
 import math
 import operator
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.batches import batch_problems, uses_reference
+from verl_qwen35.checks.known_issues import config_problems
 from verl_qwen35.checks.layout import layout_problems, sequence_parallel_problems
 from verl_qwen35.checks.megatron_keys import rules_mcore
 from verl_qwen35.checks.problem import Problem
@@ -561,8 +563,11 @@ def with_layout(
 def verify(
     cfg: DictConfig | Run, lo: Layout, split: Split | None = None, changed: tuple[tuple[str, int], ...] = ()
 ) -> list[Problem]:
-    """The dry run's whole preflight on this layout (missing local files are warnings, as in a dry run)."""
-    return preflight(with_layout(cfg, lo, split, changed), machine_missing="warning")
+    """The dry run's whole preflight on this layout (missing local files are warnings, as in a dry run), with the
+    known upstream issues it would meet (the shipped table and the shell's environment, as the dry run reads them;
+    a team's own table is read by the dry run of the printed command)."""
+    laid = with_layout(cfg, lo, split, changed)
+    return preflight(laid, machine_missing="warning") + config_problems(laid, (), os.environ)
 
 
 def verified(cfg: DictConfig | Run, found: Search, top: int) -> tuple[list[Candidate], list[Problem]]:
