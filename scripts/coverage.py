@@ -460,6 +460,7 @@ def measure(
     progress: bool = True,
     rewritten: Mapping[str, tuple[str, ...]] | None = None,
     context: Sequence[str] = (),
+    unmeasured_full: str = "",
 ) -> list[Row]:
     """Each key's row: keys that follow one source (aliases of `parallel.tp`, say) share its measurement."""
     rows: list[Row] = []
@@ -479,7 +480,7 @@ def measure(
         target = targets[key]
         fast = judged(target, "dry")
         refused = fast.kind in ("value", "type")  # a warning stops nothing: the full depth still runs
-        deep = Verdict("unmeasured") if not full else fast if refused else judged(target, "full")
+        deep = Verdict("unmeasured", unmeasured_full) if not full else fast if refused else judged(target, "full")
         again = (rewritten or {}).get(key, ())
         rows.append(Row(key, target, found, fast, deep, reason(key, found, fast, deep), again, tuple(context)))
         if progress and (i % 25 == 0 or i == len(readers)):
@@ -504,7 +505,7 @@ def fast_cell(v: Verdict) -> str:
 
 def full_cell(row: Row) -> str:
     if row.full.kind == "unmeasured":
-        return "not measured (`--fast-only`)"
+        return f"not measured: {row.full.value}" if row.full.value else "not measured (`--fast-only`)"
     if row.fast.kind in ("value", "type"):
         return "as `dry_run=true` (its rules run first)"
     return fast_cell(row.full)
@@ -689,9 +690,17 @@ def main(argv: Sequence[str] | None = None) -> Summary:
         rows = []
         for context, group in groups.items():
             overrides = context.overrides if context else ()
-            where = base if context is None else Base.of([*measured, *overrides], full=not args.fast_only)
-            refused_as_is(where, overrides)
-            rows += measure(where, group, full=not args.fast_only, rewritten=rewritten, context=overrides)
+            full, where, why = not args.fast_only, base, ""
+            if context is not None:
+                where = Base.of([*measured, *overrides], full=full)
+                if broken := [p for p in where.baseline.get("full", ()) if p.level == "error"]:
+                    # the full depth refuses the setting itself on this machine (the critic's model files are the
+                    # cluster's): measured at the fast depth only, and the page says why
+                    full, where = False, where._replace(baseline={"dry": where.baseline["dry"]})
+                    why = f"`dry_run=full` refuses {' '.join(overrides)} here ({broken[0].keys[0]}: "
+                    why += f"{broken[0].message[:120]}...)"
+                refused_as_is(where, overrides)
+            rows += measure(where, group, full, rewritten=rewritten, context=overrides, unmeasured_full=why)
         rows.sort(key=lambda r: r.key)
     summary = Summary.of(rows)
     args.out.write_text(page(rows, source, preset, extra, not args.fast_only))

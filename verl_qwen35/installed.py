@@ -12,24 +12,22 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from verl_qwen35.data.matrices import DEVICES, assumed
 from verl_qwen35.errors import UserError
+from verl_qwen35.verl_release import NEWEST, VerlStanding, release_of, standing
 
 __version__ = "0.1.0"  # the package version (pyproject.toml reads it from here)
 PACKAGE = "verl-qwen35"
-SUPPORTED_VERL = ">=0.8,<0.10"
+# verl releases this release knows, and how a newer one is judged: verl_qwen35/verl_release.py.
+SUPPORTED_VERL = ">=0.8"
 # The verl the config-only install names: the newest release CI runs against.
 CONFIG_ONLY_VERL = "pip install --no-deps 'verl==0.9.1'"
-# verl minor version -> the `verl_schema` option composing its config; an exact release listed in
-# SCHEMA_EXCEPTIONS takes its own (verl 0.9.0 still has megatron.grad_offload, removed in 0.9.1).
-SCHEMAS = {"0.8": "v0_8", "0.9": "v0_9"}
-SCHEMA_EXCEPTIONS = {"0.9.0": "v0_9_0"}
 _HERE = Path(__file__).resolve().parent
-# The Ascend image's megatron-core: the rules it implies are assumed when none is installed here.
-ASSUMED_MCORE = (0, 16)
-# The vLLM whose rules are assumed when none is installed here, by device: on GPU the one verl 0.9.1's
-# `vllm` extra pins (vllm==0.24.0; data/matrix/gpu.yaml recommends it), on NPU the Ascend image's
-# vLLM / vllm-ascend 0.18.0 (data/matrix/npu.yaml).
-ASSUMED_VLLM = {"gpu": (0, 24, 0), "npu": (0, 18, 0)}
+# What the rules assume for a package not installed here: the matrices' `assumed:` (data/matrix/<device>.yaml,
+# the one version truth doctor reads too). megatron-core: the Ascend images' (0.16, the same in both matrices);
+# vLLM by device: on GPU the one verl 0.9.1's `vllm` extra pins, on NPU the Ascend images' 0.18.0.
+ASSUMED_MCORE: tuple[int, int] = assumed("npu", "megatron-core")[:2]  # type: ignore[assignment]
+ASSUMED_VLLM = {device: assumed(device, "vllm") for device in DEVICES}
 
 
 class VerlNotInstalled(UserError, ModuleNotFoundError):
@@ -114,21 +112,25 @@ def installed_verl_version() -> str:
 
 def installed_verl_schema() -> str:
     """The `verl_schema` option matching the installed verl, or a clear refusal."""
-    return schema_for(installed_verl_version())
+    return installed_verl().schema
+
+
+@cache
+def installed_verl() -> VerlStanding:
+    """The installed verl as this release judges it (a newer one by its own config files)."""
+    found = installed_verl_version()
+    if release_of(found)[:2] <= NEWEST:
+        return standing(found)
+    try:
+        config = verl_config_dir()
+    except FileNotFoundError:  # a verl without its config files: the standing says they could not be read
+        config = None
+    return standing(found, config)
 
 
 def schema_for(found: str) -> str:
-    """The `verl_schema` option for a verl version: its exact release's, else its minor version's."""
-    try:
-        release = Version(found).release
-    except InvalidVersion:
-        release = ()
-    minor = ".".join(str(part) for part in release[:2])
-    if minor not in SCHEMAS:
-        supported = ", ".join(f"{m}.x" for m in SCHEMAS)
-        raise UserError(f"verl {found} is installed; verl_qwen35 supports verl {supported}")
-    exact = ".".join(str(part) for part in (*release, 0, 0)[:3])
-    return SCHEMA_EXCEPTIONS.get(exact, SCHEMAS[minor])
+    """The `verl_schema` option for a known verl version (a newer one is judged by its files: `installed_verl`)."""
+    return standing(found).schema
 
 
 @cache

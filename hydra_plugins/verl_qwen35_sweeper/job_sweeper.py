@@ -43,6 +43,7 @@ class JobSweeper(Sweeper):
 
     def sweep(self, arguments: list[str]) -> list[Sequence[JobReturn]]:
         from verl_qwen35.disk import write_file  # loaded when a sweep runs, not at Hydra's scan
+        from verl_qwen35.errors import UserError
         from verl_qwen35.run.stops import stop_point
         from verl_qwen35.run.sweep import expand, refuse_unstarted
         from verl_qwen35.run.sweep_dirs import check_job_dirs, check_sweep_dir, claim_job_dir
@@ -63,7 +64,10 @@ class JobSweeper(Sweeper):
         check_sweep_dir(sweep_dir, records or ".hydra")
         check_job_dirs(sweep_dir, dirs.values(), records or ".hydra")
         # As the basic sweeper saves it, by the one writer (never through a link planted as multirun.yaml).
-        write_file(sweep_dir / "multirun.yaml", OmegaConf.to_yaml(self.config))
+        try:
+            write_file(sweep_dir / "multirun.yaml", OmegaConf.to_yaml(self.config))
+        except UserError as err:
+            raise UserError(f"{err} (hydra.sweep.dir={sweep_dir}: no job started)") from None
         returns: list[Sequence[JobReturn]] = []
         size = self.max_batch_size or max(len(jobs), 1)
         for start in range(0, len(jobs), size):

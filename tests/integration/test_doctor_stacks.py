@@ -16,19 +16,20 @@ def test_the_gpu_doctor_names_verl_mains_stack_beside_0_9_1_and_0_8_0(capsys):
     doctor.main(["device=gpu"])
     out = capsys.readouterr().out
     header, *rows = out.partition("stacks verl pins")[2].splitlines()[1:]
-    assert header.split()[2:] == ["verl", "0.8.0", "verl", "0.9.1", "verl", "main", "(1dda039b)"]
+    assert header.split()[2:9] == ["verl", "0.8.0", "verl", "0.9.1", "verl", "main", "(1dda039b)"]
     pins = {row.split()[0]: row.split()[1:] for row in rows if row.strip()}
     # installed, then 0.8.0, 0.9.1, main (verl 1dda039b pyproject.toml, uv.lock, docker/Dockerfile.stable.vllm)
-    assert pins["megatron-core"] == [version("megatron-core"), "any", "any", "core_v0.18.0"]
-    assert pins["torch"][1:] == ["2.9.1", "2.11.0", "2.11.0"] and pins["vllm"][-1] == "0.24.0"
-    assert pins["transformers"][-1] == "5.5.3" and pins["sglang"][-1] == "0.5.12"
-    assert pins["python"][-1] == "3.12" and pins["ray"][-1] == "2.55.1"
+    assert pins["megatron-core"][:4] == [version("megatron-core"), "any", "any", "core_v0.18.0"]
+    assert pins["torch"][1:4] == ["2.9.1", "2.11.0", "2.11.0"] and pins["vllm"][3] == "0.24.0"
+    assert pins["transformers"][3] == "5.5.3" and pins["sglang"][3] == "0.5.12"
+    assert pins["python"][3] == "3.12" and pins["ray"][3] == "2.55.1"
 
 
 def test_the_npu_doctor_accepts_both_ascend_images_and_says_what_the_plan_assumes(capsys):
     doctor.main(["device=npu", "--json"])
     shown = json.loads(capsys.readouterr().out)
-    older, newer = shown["stacks"]
+    older, qwen35, newer, bridge = shown["stacks"]
+    assert qwen35["pins"]["cann"] == "8.5.1" and bridge["pins"]["megatron-core"] == "core_v0.18.0"
     assert (older["pins"]["python"], newer["pins"]["python"]) == ("3.11", "3.12")
     assert newer["pins"]["vllm-ascend"] == "0.23.0" and newer["pins"]["torch"] == "2.10.0"
     python = next(c for c in shown["components"] if c["name"] == "Python")

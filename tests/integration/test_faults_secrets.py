@@ -298,11 +298,14 @@ def _file_size_limit() -> None:
 
 
 @pytest.mark.parametrize(
-    "argv",
-    [[*BASE, "hydra.run.dir=run"], ["-m", *BASE, "parallel.tp=1,2", "hydra.sweep.dir=sweep"]],
+    ("argv", "key"),
+    [
+        ([*BASE, "hydra.run.dir=run"], "hydra.run.dir"),
+        (["-m", *BASE, "parallel.tp=1,2", "hydra.sweep.dir=sweep"], "hydra.sweep.dir"),
+    ],
     ids=["run", "sweep"],
 )
-def test_a_full_disk_while_hydra_writes_leaves_nothing_half_written(tmp_path, argv):
+def test_a_full_disk_while_hydra_writes_leaves_nothing_half_written(tmp_path, argv, key):
     env = {k: v for k, v in os.environ.items() if k != "HYDRA_FULL_ERROR"}
     run = subprocess.run(
         [sys.executable, "-m", "verl_qwen35", *argv],
@@ -314,7 +317,13 @@ def test_a_full_disk_while_hydra_writes_leaves_nothing_half_written(tmp_path, ar
         timeout=300,
     )
     said = run.stdout + run.stderr
-    assert_clean_refusal(tmp_path, run.returncode, said, ["File too large", "hydra.run.dir"], before=True)
+    sweep = key == "hydra.sweep.dir"
+    assert_clean_refusal(tmp_path, run.returncode, said, ["File too large", key], before=not sweep)
+    if sweep:  # the sweep's claim on its directory, released and empty: no record of a job that never started
+        assert [(p.relative_to(tmp_path).as_posix(), p.stat().st_size) for p in _written(tmp_path)] in (
+            [("sweep/.sweep.lock", 0)],
+            [],
+        )
 
 
 def test_a_shell_value_with_credentials_is_left_to_the_environment(cli, shell, tmp_path):

@@ -128,7 +128,14 @@ def dry_submit(tmp_path: Path, *argv: str, run_dir: str = "run", **env: str) -> 
     ids=["newline-sbatch", "command", "newline-command", "only-hash", "unicode"],
 )
 def test_any_experiment_name_becomes_one_job_name_word_and_the_sbatch_block_stays_whole(tmp_path, name):
-    """verl lets trainer.experiment_name be any text (wandb shows it); the job name made of it is one word."""
+    """verl lets trainer.experiment_name be any text on one line (wandb shows it); the job name made of it is one
+    word. A line break is refused, naming the key, before anything is written (config/line_breaks.py)."""
+    if "\n" in name:
+        run = verl_qwen35(tmp_path, *BASE, f"trainer.experiment_name='{name}'", "submit.partition=a100")
+        assert run.returncode == 2 and "trainer.experiment_name: its value holds a line break" in run.stderr
+        assert not (tmp_path / "run").exists()
+        no_marker_anywhere(tmp_path)
+        return
     script = dry_submit(tmp_path, f"trainer.experiment_name='{name}'", "submit.partition=a100")
     options = slurm_options(script)
     (job_name,) = [o for o in options if o.startswith("--job-name=")]
@@ -180,15 +187,11 @@ def test_a_run_dir_with_shell_characters_is_one_quoted_word(tmp_path):
     no_marker_anywhere(tmp_path)
 
 
-def test_a_line_break_in_the_run_dir_cannot_end_the_records_comment(tmp_path):
-    """The record's first lines comment the relaunch command; a run dir with a line break stays inside them."""
+def test_a_line_break_in_the_run_dir_is_refused_before_anything_is_written(tmp_path):
+    """A run dir with a line break could end a comment of the record or a line of job.sbatch: refused first."""
     run = verl_qwen35(tmp_path, "submit=ray_job", "dry_run=true", "hydra.run.dir='run\nconfig: {}\nx'")
-    assert run.returncode == 0, run.stderr
-    record = tmp_path / "run\nconfig: {}\nx" / "launch.yaml"
-    cfg, meta = read_launch_file(record)
-    assert cfg.submit.backend == "ray_job" and meta["nnodes"] == 1
-    head = record.read_text().split("verl_qwen35:")[0].splitlines()
-    assert len(head) == 3 and all(line.startswith("# ") for line in head), head
+    assert run.returncode == 2 and "hydra.run.dir: its value holds a line break" in run.stderr, run.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def _record(tmp_path: Path) -> Path:

@@ -13,7 +13,7 @@ import pytest
 from tests.configs import config
 from verl_qwen35.checks.algorithm import correction_threshold_problems
 from verl_qwen35.checks.trainer_setup import gen_batch_problems, reward_source_problems
-from verl_qwen35.checks.waste import keep_count_problems
+from verl_qwen35.checks.waste import keep_count_problems, no_update_problems
 from verl_qwen35.validators.startup import reward_problems
 from verl_qwen35.validators.trainer_init import correction_problems
 
@@ -81,3 +81,15 @@ def test_keep_count_warned_exactly_where_verl_keeps_every_checkpoint(keep, tmp_p
     keeps_all = all(folder.exists() for folder in saved)
     cfg = config(**{"trainer.max_actor_ckpt_to_keep": keep, "trainer.save_freq": 5})
     assert bool(keep_count_problems(cfg)) == keeps_all, keep
+
+
+@pytest.mark.parametrize("epochs", [-1, 0, 1, 2])
+def test_ppo_epochs_refused_exactly_where_verls_iterator_yields_no_mini_batch(epochs):
+    """verl's make_iterator, as train_mini_batch calls it with the actor's ppo_epochs."""
+    import torch
+    from tensordict import TensorDict
+    from verl.utils import tensordict_utils as tu
+
+    batches = list(tu.make_iterator(TensorDict({"x": torch.zeros(8, 1)}, batch_size=[8]), 4, epochs=epochs))
+    cfg = config(**{"actor_rollout_ref.actor.ppo_epochs": epochs})
+    assert refused(no_update_problems(cfg)) == (not batches), epochs

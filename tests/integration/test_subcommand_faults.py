@@ -200,7 +200,6 @@ SUBMIT_BAD = [
     (SLURM, "submit.mounts=['/a:/b,/c:/d']", "no comma"),
     (SLURM, "submit.mounts=[1]", "submit.mounts entry '1'"),  # the schema's List[str] reads it as '1'
     (SLURM, "submit.partition='a b'", "submit.partition='a b'"),
-    (SLURM, "submit.partition='a\nb'", "submit.partition="),
     (SLURM, "submit.job_name='a;touch pwned'", "submit.job_name="),
     (SLURM, 'submit.account="x\'y"', "submit.account="),
     (SLURM, "submit.container='img --uid=0'", "submit.container="),
@@ -227,6 +226,12 @@ SUBMIT_BAD = [
 def test_preflight_refuses_unusable_submit_values_naming_the_key(base, override, named):
     errors = [str(p) for p in preflight(resolved([*base, override]), "warning") if p.level == "error"]
     assert any(named in e for e in errors), errors
+
+
+def test_a_submit_value_with_a_line_break_is_refused_while_composing_naming_the_key():
+    """A line break could end a line of job.sbatch: refused before the preflight (config/line_breaks.py)."""
+    with pytest.raises(UserError, match=r"^submit\.partition: its value holds a line break"):
+        compose([*SLURM, "submit.partition='a\nb'"])
 
 
 # Wrong types and nulls of our typed nodes: the schema refuses them while composing, naming the key.

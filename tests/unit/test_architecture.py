@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "verl_qwen35"
 # Lowest first. A module's layer is its subpackage's (top-level modules by name).
 LAYERS = [
-    {"errors", "installed", "shell", "data", "disk"},
+    {"errors", "installed", "verl_release", "shell", "data", "disk", "terminal"},
     {"config"},
     {"model"},
     {"checks"},

@@ -44,6 +44,6 @@ def test_the_schema_follows_the_exact_verl_release(found, schema):
     assert schema_for(found) == schema
 
 
-def test_a_verl_outside_the_supported_range_is_refused_naming_it():
-    with pytest.raises(UserError, match="verl 0.10.0 is installed"):
-        schema_for("0.10.0")
+def test_a_verl_older_than_the_oldest_known_is_refused_naming_it():
+    with pytest.raises(UserError, match="verl 0.7.1 is older than 0.8.0"):
+        schema_for("0.7.1")

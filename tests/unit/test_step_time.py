@@ -214,3 +214,52 @@ def test_the_overlapped_expert_all_to_all_costs_less():
     plain = training_terms(m, lo, s, rates, Recipe())[0]["update_actor"][1]
     hidden = training_terms(m, lo, s, rates, Recipe(overlap_ep=True))[0]["update_actor"][1]
     assert hidden < plain
+
+
+def test_a_logged_longest_response_past_twice_the_mean_is_waited_for_one_response_at_a_time():
+    """A run that logged a longest response (verl's response_length/max) past the even spread's end (twice the
+    mean) decodes to it: gen grows with it; a logged longest inside the spread changes nothing; the longest is said."""
+    m, s, rates, _ = inputs("35b", "gpu")
+    lo = Layout(1, 8, 2, 1, 1, 8, 1, None, 8)
+    e = estimate_layout(m, lo, s)
+    mean = s.response_length // 8
+
+    def gen(longest: int | None) -> float:
+        t = step_time(m, lo, s, e, rates, shipped(), Recipe(response_length=mean, longest_response=longest))
+        return t.phases["gen"]
+
+    assert gen(None) == pytest.approx(gen(2 * mean)) == pytest.approx(gen(3 * mean // 2))
+    assert gen(2 * mean) < gen(4 * mean) < gen(8 * mean)
+    said = step_time(m, lo, s, e, rates, shipped(), Recipe(response_length=mean, longest_response=6 * mean))
+    assert said.longest_response == 6 * mean and f"the longest {6 * mean}" in said.assumption()
+
+
+def test_a_weight_sync_past_the_models_it_was_fitted_on_is_said_and_its_band_reaches_down_to_the_links():
+    """397B's sync is several times the largest model whose sync a published run measured: the prediction says it
+    is an extrapolation, and the band's low end is the gathers over the links (what the sync cannot go below)."""
+    m, s, rates, cfg = inputs("397b", "gpu")
+    lo = Layout.of(cfg)
+    t = step_time(m, lo, s, estimate_layout(m, lo, s), rates, shipped())
+    assert t.sync_floor > 0 and t.band("update_weights")[0] == pytest.approx(t.sync_floor / t.phases["update_weights"])
+    assert t.band("update_weights")[0] < shipped().band["update_weights"][0]
+    assert "weight sync of a" in t.assumption() and "is not calibrated" in t.assumption()
+    small = inputs("35b", "gpu")
+    t35 = step_time(small[0], Layout.of(small[3]), small[1], estimate_layout(small[0], Layout.of(small[3]), small[1]),
+                    small[2], shipped())  # fmt: skip
+    assert "weight sync" not in t35.assumption() and t35.band("update_weights") == shipped().band["update_weights"]
+
+
+def test_an_npu_prediction_says_its_log_prob_and_update_rest_on_one_run():
+    m, s, rates, cfg = inputs("35b", "npu")
+    lo = Layout.of(cfg)
+    t = step_time(m, lo, s, estimate_layout(m, lo, s), rates, calibration_of(cfg))
+    said = t.assumption()
+    assert "npu old_log_prob/ref efficiency rests on one run (cann-qwen3-235b-grpo-a3-128die)" in said, said
+    assert "npu update_actor efficiency rests on one run" in said, said
+    gpu = inputs("35b", "gpu")
+    assert (
+        "rests on one run"
+        not in step_time(
+            gpu[0], Layout.of(gpu[3]), gpu[1], estimate_layout(gpu[0], Layout.of(gpu[3]), gpu[1]), gpu[2], shipped()
+        ).assumption()
+    )

@@ -20,15 +20,11 @@ from packaging.version import Version
 
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.schedule import uses_v1_trainer
-from verl_qwen35.installed import installed_verl_version
+from verl_qwen35.checks.verl_target import verl_in_use
 
 DEVICE_NAMES = {"gpu": "cuda", "npu": "npu"}  # verl's device names (`get_platform().device_name`)
 # verl 0.9.1 rewrites trainer.device on every accelerator host; 0.8.x only on Ascend.
 REWRITES_ON_GPU = Version("0.9.1")
-
-
-def _verl() -> Version:
-    return Version(installed_verl_version())
 
 
 def device_rewrite(cfg: DictConfig) -> tuple[list[str], list[Problem]]:
@@ -38,8 +34,9 @@ def device_rewrite(cfg: DictConfig) -> tuple[list[str], list[Problem]]:
     if machine not in DEVICE_NAMES or typed == DEVICE_NAMES[machine]:
         return [], []
     wanted = DEVICE_NAMES[machine]
-    version = installed_verl_version()
-    if machine == "npu" or Version(version).release >= REWRITES_ON_GPU.release:
+    verl = verl_in_use(cfg)
+    version = verl.version
+    if machine == "npu" or verl.release >= REWRITES_ON_GPU.release:
         return [
             f"trainer.device={typed}: verl {version}'s auto_set_device sets {wanted} on this {machine.upper()} "
             f"machine (hardware.device={machine}; verl/utils/device.py auto_set_device), so the run and these "

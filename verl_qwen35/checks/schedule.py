@@ -160,6 +160,16 @@ def schedule_problems(cfg: DictConfig, steps: Steps) -> list[Problem]:
             error(f"{OPTIM}.lr_wsd_decay_steps", "is null; lr_decay_style=WSD needs it (OptimizerParamScheduler)")
         )
     if steps.optimizer is None and optim.get("lr_decay_steps") is None:
+        ratio, warmup = optim.get("lr_warmup_steps_ratio"), optim.get("lr_warmup_steps")
+        if _number(ratio) and ratio >= 1 and (warmup is None or (_number(warmup) and warmup <= 0)):
+            found.append(  # int(ratio * decay) >= decay for any horizon
+                error(
+                    f"{OPTIM}.lr_warmup_steps_ratio",
+                    f"={ratio} gives at least as many warmup steps as lr_decay_steps, whatever the run's length: "
+                    "megatron-core's OptimizerParamScheduler asserts lr_warmup_steps < lr_decay_steps when the "
+                    "workers start; give a ratio below 1",
+                )
+            )
         return found  # the data set is not here: the horizon is unknown
     args = scheduler_arguments(optim, steps.optimizer if steps.optimizer is not None else -1)
     decay, warmup = args["lr_decay_steps"], args["lr_warmup_steps"]

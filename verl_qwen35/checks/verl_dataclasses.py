@@ -10,13 +10,17 @@ dataclass a `_target_` of verl's trainer config names ship per verl minor (`data
 """
 
 import difflib
+from functools import cache
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.algorithm import needs_critic
 from verl_qwen35.checks.batches import uses_reference
 from verl_qwen35.checks.problem import Problem, error
-from verl_qwen35.checks.verl_types import shipped_verl_data
+from verl_qwen35.checks.verl_types import BASE, shipped_verl_data
+from verl_qwen35.config.yaml_files import load_yaml
+from verl_qwen35.installed import installed_verl, verl_config_dir
 
 BUILD = "verl/utils/config.py:50 omega_conf_to_dataclass"
 # The section -> where verl 0.9.1 builds it at start-up; the ref and critic only when the run has them.
@@ -47,6 +51,25 @@ def built_sections(cfg: DictConfig) -> dict[str, str]:
     return {key: line for key, line in BUILT.items() if key not in skipped}
 
 
+@cache
+def own_keys() -> frozenset[str]:
+    """Every dotted key of a verl newer than the known releases' own resolved trainer config (empty for a known
+    verl, whose field lists ship). verl regenerates `_generated_ppo_megatron_trainer.yaml` from its config and
+    dataclasses (scripts/generate_trainer_config.sh), so a key it holds is one the newer verl's dataclass takes:
+    the field lists of the newest known release, which predate it, are not the judge of that key."""
+    if not installed_verl().newer:
+        return frozenset()
+    return frozenset(_dotted(load_yaml(verl_config_dir() / BASE)))
+
+
+def _dotted(tree: Any, prefix: str = "") -> set[str]:
+    found = set()
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            found |= {f"{prefix}{key}"} | _dotted(value, f"{prefix}{key}.")
+    return found
+
+
 def _unknown(node: dict, path: str, fields: dict[str, list[str]], where: str, allowed: set[str]) -> list[Problem]:
     """The keys of this node (unresolved), and of every nested `_target_` node, that their dataclass lacks. A
     node that is an interpolation of another (`rollout.mtp: ${actor_rollout_ref.model.mtp}`) is a text here:
@@ -55,7 +78,8 @@ def _unknown(node: dict, path: str, fields: dict[str, list[str]], where: str, al
     target = node.get("_target_")
     known = fields.get(target) if isinstance(target, str) else None
     if known is not None:
-        for key in sorted(set(map(str, node)) - set(known) - {"_target_"} - allowed):
+        own = {key for key in map(str, node) if f"{path}.{key}" in own_keys()}
+        for key in sorted(set(map(str, node)) - set(known) - {"_target_"} - allowed - own):
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"; did you mean {path}.{close[0]}?" if close else ""
             found.append(

@@ -10,7 +10,7 @@ from omegaconf import DictConfig, OmegaConf
 from packaging.version import Version
 
 from verl_qwen35.checks.problem import Problem, error
-from verl_qwen35.installed import installed_verl_version
+from verl_qwen35.checks.verl_target import verl_in_use
 
 ROUTER_REPLAY_MODES = ("disabled", "R2", "R3")
 # verl/workers/config/engine.py McoreEngineConfig.__post_init__ warns (FutureWarning) "The legacy mbridge
@@ -27,13 +27,14 @@ LORA = "actor_rollout_ref.model.lora"
 def deprecation_notes(cfg: DictConfig) -> list[str]:
     """Settings the installed verl warns are deprecated, each naming its replacement: notes beside the verdict,
     not problems (the run works today; the GPU presets keep what verl's own GPU scripts set)."""
-    if Version(installed_verl_version()).release < VANILLA_MBRIDGE_DEPRECATED.release:
+    verl = verl_in_use(cfg)
+    if verl.release < VANILLA_MBRIDGE_DEPRECATED.release:
         return []
     if not OmegaConf.select(cfg, "actor_rollout_ref.actor.megatron.vanilla_mbridge", default=False):
         return []
     key = "megatron.vanilla_mbridge" if "megatron" in cfg else "actor_rollout_ref.actor.megatron.vanilla_mbridge"
     return [
-        f"{key}=true: verl {installed_verl_version()} warns the legacy mbridge loader is deprecated and will be "
+        f"{key}=true: verl {verl.version} warns the legacy mbridge loader is deprecated and will be "
         "removed (verl/workers/config/engine.py, PR #6951); its replacement is Megatron-Bridge: "
         f"{key}=false (needs megatron-bridge installed). The GPU presets keep true, as verl's GPU scripts do"
     ]

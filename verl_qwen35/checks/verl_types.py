@@ -30,8 +30,9 @@ SAID = {
     "dict": "a mapping",
     "path": "a path (a text)",
 }
-# Keys whose YAML default is null, so the shipped field list has no kind for them, while the code that reads them
-# computes with one kind (verl 0.9.1 lines; 0.8.0 reads them alike). "path" takes a text only: a number there is a
+# Keys whose YAML default is null (or inside a free-form mapping: AlgoConfig.pf_ppo is a dict[str, Any]), so the
+# shipped field list has no kind for them, while the code that reads them computes with one kind (verl 0.9.1
+# lines; 0.8.0 reads them alike). "path" takes a text only: a number there is a
 # TypeError in os.path / os.makedirs, hours in.
 READ_AS = {
     "data.seed": (["int"], "verl/trainer/ppo/utils.py:162 torch.Generator().manual_seed(seed)"),
@@ -44,6 +45,7 @@ READ_AS = {
     "ray_kwargs.timeline_json_file": (["path"], "verl/trainer/main_ppo.py:99 ray.timeline(filename=..)"),
     "global_profiler.steps": (["list"], "verl/trainer/main_ppo.py:82 len(global_profiler.steps)"),
     "actor_rollout_ref.model.lora.merge": (["bool"], "verl/utils/config.py:210 if lora_config.get('merge')"),
+    "algorithm.pf_ppo.weight_pow": (["float"], "verl/trainer/ppo/core_algos.py:2271 torch.pow(scores, weight_pow)"),
     "reward_model.num_workers": (
         ["int"],
         "verl/experimental/reward_loop/reward_loop.py:45 copied to reward.num_workers",

@@ -22,14 +22,37 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Problem, error, warning
+from verl_qwen35.checks.verl_target import verl_in_use
 from verl_qwen35.data import UPSTREAM_DIR
-from verl_qwen35.installed import ASSUMED_VLLM, installed_verl_version, installed_vllm
+from verl_qwen35.installed import ASSUMED_VLLM, installed_vllm
 
 ROLLOUT = "actor_rollout_ref.rollout"
 ENGINE = f"{ROLLOUT}.engine_kwargs.vllm"
 # vllm/sampling_params.py SamplingParams._verify_args: "temperature must be in [0, 2]" (and finite) is in
 # vLLM 0.24.0 and not in 0.18.0 (which only refuses a negative temperature): applied from 0.24 on.
 TEMPERATURE_AT_MOST_2 = (0, 24)
+# vllm/model_executor/model_loader/__init__.py `LoadFormats`: the loaders vLLM ships (0.18 and 0.24; later releases
+# add hf, instanttensor and modelexpress, earlier ones had gguf). verl hands `rollout.load_format` to the engine as is
+# (verl/workers/rollout/vllm_rollout/vllm_async_server.py:327; 0.8.0 :255); `get_model_loader` refuses any other
+# name unless a plugin registered it (`register_model_loader`), when the rollout server starts.
+VLLM_LOAD_FORMATS = (
+    "auto",
+    "bitsandbytes",
+    "dummy",
+    "fastsafetensors",
+    "gguf",
+    "hf",
+    "instanttensor",
+    "mistral",
+    "modelexpress",
+    "npcache",
+    "pt",
+    "runai_streamer",
+    "runai_streamer_sharded",
+    "safetensors",
+    "sharded_state",
+    "tensorizer",
+)
 
 
 @dataclass(frozen=True)
@@ -54,9 +77,9 @@ def vllm_in_use(device: str) -> VllmInUse:
     return VllmInUse(found, True) if found else VllmInUse(ASSUMED_VLLM[device], False)
 
 
-def verl_minor() -> tuple[int, int]:
-    major, minor = installed_verl_version().split(".")[:2]
-    return int(major), int(minor)
+def verl_minor(cfg: DictConfig | None = None) -> tuple[int, int]:
+    """The verl release whose engine arguments apply: `plan.verl`, else the installed one."""
+    return verl_in_use(cfg).minor
 
 
 def shipped_snapshots() -> dict[tuple[int, int], str]:
@@ -223,9 +246,25 @@ def engine_problems(cfg: DictConfig, vllm: VllmInUse, verl: tuple[int, int]) -> 
     return found
 
 
+def load_format_problems(cfg: DictConfig) -> list[Problem]:
+    value = OmegaConf.select(cfg, f"{ROLLOUT}.load_format", default="dummy")
+    if value in VLLM_LOAD_FORMATS:
+        return []
+    close = difflib.get_close_matches(str(value), VLLM_LOAD_FORMATS, n=1)
+    return [
+        warning(
+            f"{ROLLOUT}.load_format",
+            f"={value!r} is not a load format vLLM ships (vllm/model_executor/model_loader/__init__.py LoadFormats: "
+            f"{', '.join(VLLM_LOAD_FORMATS)}); verl hands it to the engine as is (vllm_async_server.py:327) and "
+            "vLLM refuses it when the rollout server starts unless a plugin registers that name"
+            + (f"; did you mean {close[0]}?" if close else "; verl's rollout uses dummy (weights come from the actor)"),
+        )
+    ]
+
+
 def vllm_problems(cfg: DictConfig, device: str) -> list[Problem]:
     """The sampling and engine rules of the vLLM in use, for a vLLM rollout."""
     if cfg.actor_rollout_ref.rollout.get("name") != "vllm":
         return []
     vllm = vllm_in_use(device)
-    return sampling_problems(cfg, vllm) + engine_problems(cfg, vllm, verl_minor())
+    return sampling_problems(cfg, vllm) + engine_problems(cfg, vllm, verl_minor(cfg)) + load_format_problems(cfg)

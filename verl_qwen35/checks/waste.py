@@ -233,6 +233,54 @@ def profile_steps_problems(cfg: DictConfig, steps: Steps) -> list[Problem]:
     ]
 
 
+def no_update_problems(cfg: DictConfig) -> list[Problem]:
+    """A step that never updates: verl's `train_mini_batch` iterates `make_iterator(.., epochs=ppo_epochs)`
+    (verl/workers/engine_workers.py:273; verl/utils/tensordict_utils.py:608 `for _ in range(epochs)`), so 0 or less
+    runs no mini-batch, raises nothing, and the rollouts and log-prob passes of every step are thrown away; with
+    `optim.lr=0` megatron-core's OptimizerParamScheduler holds every learning rate at 0 (max_lr=lr)."""
+    found = []
+    for side in [ACTOR] + (["critic"] if needs_critic(cfg) else []):
+        epochs = _get(cfg, f"{side}.ppo_epochs", 1)
+        if _whole(epochs) and epochs <= 0:
+            found.append(
+                error(
+                    f"{side}.ppo_epochs",
+                    f"={epochs}: verl's train_mini_batch runs `range(ppo_epochs)` passes over the step's mini-batches "
+                    "(verl/workers/engine_workers.py:273, tensordict_utils.py:608), so this run never updates and "
+                    "every step's rollouts are thrown away, without an error; give 1 or more",
+                )
+            )
+    lr = _get(cfg, f"{ACTOR}.optim.lr")
+    if isinstance(lr, int | float) and not isinstance(lr, bool) and lr == 0:
+        found.append(
+            warning(
+                f"{ACTOR}.optim.lr",
+                "=0: megatron-core's OptimizerParamScheduler takes it as max_lr, so every step's update moves no "
+                "weight: the run measures speed and learns nothing; give the learning rate (e.g. 1e-6)",
+            )
+        )
+    return found
+
+
+# verl/utils/profiler/profile.py DistProfiler.__init__ (0.9.1 :156-178; 0.8.0 :120-136): these tools get a profiler,
+# any other name the no-op one.
+PROFILER_TOOLS = ("nsys", "npu", "torch", "torch_memory", "precision_debugger")
+
+
+def profiler_tool_problems(cfg: DictConfig) -> list[Problem]:
+    tool = _get(cfg, "global_profiler.tool")
+    if tool is None or tool in PROFILER_TOOLS:
+        return []
+    return [
+        warning(
+            "global_profiler.tool",
+            f"={tool!r}: verl's DistProfiler builds a profiler only for {', '.join(PROFILER_TOOLS)} and falls back "
+            "to a no-op one for any other name (verl/utils/profiler/profile.py:156-178), so nothing is profiled; "
+            "use one of those, or null",
+        )
+    ]
+
+
 def load_contents_problems(cfg: DictConfig) -> list[Problem]:
     """A resume that loads the optimizer and step but not the saved weights trains on from the base model."""
     if _get(cfg, f"{T}.resume_mode", "auto") == "disable":
@@ -421,7 +469,9 @@ def waste_problems(cfg: DictConfig, steps: Steps) -> list[Problem]:
         + run_length_problems(cfg, steps)
         + saving_problems(cfg)
         + keep_count_problems(cfg)
+        + no_update_problems(cfg)
         + profile_steps_problems(cfg, steps)
+        + profiler_tool_problems(cfg)
         + load_contents_problems(cfg)
         + length_problems(cfg)
         + correction_problems(cfg)

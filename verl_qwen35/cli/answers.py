@@ -10,6 +10,7 @@ from verl_qwen35.config.errors import explain
 from verl_qwen35.config.prewrite import Refused
 from verl_qwen35.errors import UserError
 from verl_qwen35.run.stops import exit_code, signal_name, signal_of, stops_held
+from verl_qwen35.terminal import say
 
 PROG = "verl-qwen35"
 # Read at import, before the command sets HYDRA_FULL_ERROR itself: the user's own wish for tracebacks.
@@ -33,7 +34,7 @@ def answered(
             if on_interrupt is not None:
                 on_interrupt(signal_name(stop))
             told = "interrupted" if signal_of(stop) == signal.SIGINT else f"terminated ({signal_name(stop)})"
-            print(f"\n{prog}: {told}", file=sys.stderr)
+            say(f"\n{prog}: {told}", file=sys.stderr)
         sys.exit(exit_code(stop))
     except Refused as refused:  # raised by a pre-write check inside Hydra's callback
         _answer(refused.error, prog, full_error)
@@ -49,5 +50,5 @@ def _answer(err: Exception, prog: str, full_error: bool) -> None:
     message = explain(err)
     if message is None or (full_error and not isinstance(err, UserError)):
         raise err
-    print(f"{prog}: error: {message}", file=sys.stderr)
+    say(f"{prog}: error: {message}", file=sys.stderr)
     sys.exit(2)

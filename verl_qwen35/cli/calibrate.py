@@ -1,20 +1,22 @@
 """`verl-qwen35 calibrate RUN_DIR... [--out FILE] [--with-published]`: the step-time model fitted to your own runs.
 
 Reads each run's launch record and the per-phase timings verl logged (`timing_s/gen`, `old_log_prob`, `ref`,
-`update_actor`, `update_weights`; review/calibration_runs.py), fits the per-phase efficiencies to them
-(model/calibration.py: the runs are the rows, all of one device kind; `--with-published` adds the published rows
-of that kind; what the runs do not measure keeps the published fit of their kind), prints each
-phase's fit and every run's leave-one-out error, and writes the calibration file that `plan.calibration=FILE`
-gives the dry run, `verl-qwen35 plan` and `verl-qwen35 report --calibration FILE`.
+`update_actor`, `update_weights`; review/calibration_runs.py) with the lengths they ran at (`prompt_length/mean`,
+`response_length/mean`, `response_length/max`), fits the per-phase efficiencies to them (model/calibration.py: the
+runs are the rows, all of one device kind; `--with-published` adds the published rows of that kind; what the runs
+do not measure keeps the published fit of their kind), prints each phase's fit, its band (two or more runs: their
+error across layouts times their step-to-step spread) and every run's leave-one-out error, and writes the
+calibration file that `plan.calibration=FILE` gives the dry run, `verl-qwen35 plan` and `verl-qwen35 report
+--calibration FILE`. Predictions with that file are made at the lengths the runs logged unless
+plan.response_length says otherwise.
 """
 
-import argparse
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from verl_qwen35.cli.answers import answered
+from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
 from verl_qwen35.model.calibration import (
     MIN_BAND_ROWS,
@@ -26,9 +28,11 @@ from verl_qwen35.model.calibration import (
     run_row,
     shipped,
     shipped_rows,
+    unfitted_lines,
 )
 from verl_qwen35.model.memory import InputError
 from verl_qwen35.review.calibration_runs import measured_run
+from verl_qwen35.terminal import SafeParser, say
 
 PROG = "verl-qwen35 calibrate"
 DEFAULT_OUT = Path("calibration.yaml")
@@ -53,22 +57,6 @@ def check_target(path: Path) -> None:
         ) from None
 
 
-def write(path: Path, text: str) -> None:
-    """A temporary file in the same directory, renamed over `path` once whole (rename replaces a link, never
-    writes through one)."""
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
 def device_kind(rows: list[Row]) -> str:
     """The one device kind the runs ran on: a fit is per kind (model/calibration.py), so a mix is refused."""
     kinds = {r.device for r in rows}
@@ -86,13 +74,14 @@ def run(run_dirs: list[Path], out: Path, with_published: bool) -> int:
             raise UserError(f"{run_dir}: not a directory; give run directories (each holding launch.yaml)")
         found = measured_run(run_dir.absolute())
         try:
-            row = run_row(str(run_dir), found.config, found.phases, found.response_mean)
+            row = run_row(str(run_dir), found.config, found.phases, found.lengths, found.spread)
         except InputError as err:
             raise UserError(f"{run_dir / 'launch.yaml'}: {err}") from None
         if not row.fitted:
             raise UserError(f"{run_dir}: its logged phases ({', '.join(found.phases)}) are none the model predicts")
-        length = f", responses {found.response_mean} tokens on average" if found.response_mean else ""
-        print(f"run {run_dir}: {found.steps} step(s) after warm-up{length}: {', '.join(sorted(row.fitted))}")
+        logged = ", ".join(f"{k} {v}" for k, v in found.lengths.items())
+        length = f", lengths logged (tokens): {logged}" if logged else ", no lengths logged (the config's maxima)"
+        say(f"run {run_dir}: {found.steps} step(s) after warm-up{length}: {', '.join(sorted(row.fitted))}")
         rows.append(row)
         found_runs.append(found)
         names.append(str(run_dir.absolute()))
@@ -101,24 +90,50 @@ def run(run_dirs: list[Path], out: Path, with_published: bool) -> int:
     base = shipped(device)
     what = f"{len(rows)} {device} run(s)" + (f" and {len(published)} published {device} rows" if published else "")
     cal = calibrate([*rows, *published], f"{out} ({what})", device, base)
-    print(
+    say(
         f"fit on {what}; an efficiency no run measures, and the band of a phase fewer than {MIN_BAND_ROWS} runs "
         f"measure, keep the published {device} fit's"
     )
-    print("\n".join(fit_lines(cal, [*rows, *published], base.efficiency)))
-    write(out, as_yaml(cal, names + [f"published: {r.id}" for r in published]))
-    print(f"wrote {out}: use it with plan.calibration={out.absolute()} (the dry run, {PROG.split()[0]} plan), and")
-    print(f"  {PROG.split()[0]} report RUN_DIR --calibration {out} for predicted against measured before and after")
-    if means := sorted({r.response_mean for r in found_runs if r.response_mean}):
-        print(
-            f"the runs' phases are fitted at the response lengths they logged ({', '.join(map(str, means))} tokens "
-            "on average): plan with plan.response_length=N, the mean you expect, for the same footing"
+    say("\n".join(fit_lines(cal, [*rows, *published], base.efficiency)))
+    say("\n".join(band_lines(cal, rows, base)))
+    if notes := unfitted_lines([*rows, *published], cal):
+        say("measured phases that fit nothing:")
+        say("\n".join(notes))
+    write_file(out, as_yaml(cal, names + [f"published: {r.id}" for r in published]), within=out.absolute().parent)
+    say(f"wrote {out}: use it with plan.calibration={out.absolute()} (the dry run, {PROG.split()[0]} plan), and")
+    say(f"  {PROG.split()[0]} report RUN_DIR --calibration {out} for predicted against measured before and after")
+    if cal.lengths:
+        said = ", ".join(f"{k} {v}" for k, v in cal.lengths.items())
+        say(
+            f"predictions with {out} are made at the lengths the runs logged ({said} tokens: the median over the "
+            "runs), the lengths the efficiencies were fitted at; plan.response_length=N predicts at another mean"
+        )
+    else:
+        say(
+            "the runs logged no lengths (prompt_length/mean, response_length/mean): predictions with this file are "
+            "made at the config's data.max_prompt_length and data.max_response_length, as the runs were timed"
         )
     return 0
 
 
+def band_lines(cal, rows: list[Row], base) -> list[str]:
+    """Where each phase's band came from: the runs' own error across layouts and step spread, or the published
+    band where fewer than two runs measure the phase (a single run earns no error across layouts)."""
+    out = []
+    for phase, (low, high) in cal.band.items():
+        runs = [r for r in rows if phase in r.fitted]
+        if len(runs) >= 2 and (low, high) != base.band[phase]:
+            whence = f"{len(runs)} runs' leave-one-out error across layouts x their step-to-step spread"
+        elif runs:
+            whence = "the published band: one run measures it, no error across layouts to earn a band of its own"
+        else:
+            whence = "the published band: no run measures it"
+        out.append(f"  band {phase} x{low:.2f}-x{high:.2f} (+-{100 * (high - low) / 2:.0f}%): {whence}")
+    return ["where the bands come from:", *out]
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser = SafeParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="runs launched by verl-qwen35")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"the calibration file (default ./{DEFAULT_OUT})")
     parser.add_argument(

@@ -4,7 +4,6 @@ Its own command, the same on every device: verl's script downloaded data only in
 branch. Launching never downloads; preflight points here when a file is missing.
 """
 
-import argparse
 import contextlib
 import importlib.util
 import os
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from verl_qwen35.checks.files import DATA_FILES
 from verl_qwen35.installed import launch_install_command
+from verl_qwen35.terminal import SafeParser, say
 
 REPO = "tyzhu/geo3k"
 # A Hugging Face repository id: owner/name, letters, digits, `-`, `_`, `.` (no `..`, no path): the hub client
@@ -52,12 +52,12 @@ def _fetch_each(out: Path, repo: str, files: tuple[str, ...]) -> list[Path]:
     for name in files:
         target = out / name
         if target.is_file() and target.stat().st_size > 0:
-            print(f"skip   {target} (already there, {target.stat().st_size / 2**20:.1f} MiB)")
+            say(f"skip   {target} (already there, {target.stat().st_size / 2**20:.1f} MiB)")
             fetched.append(target)
             continue
-        print(f"fetch  {repo}/{name} -> {target} ...", flush=True)
+        say(f"fetch  {repo}/{name} -> {target} ...", flush=True)
         fetched.append(_download(repo, name, out))
-        print(f"done   {target} ({target.stat().st_size / 2**20:.1f} MiB)")
+        say(f"done   {target} ({target.stat().st_size / 2**20:.1f} MiB)")
     return fetched
 
 
@@ -81,27 +81,27 @@ def _download(repo: str, name: str, out: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="verl-qwen35 data", description=__doc__.splitlines()[0])
+    parser = SafeParser(prog="verl-qwen35 data", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path.home() / "data" / "geo3k", help="target directory")
     parser.add_argument("--repo", default=REPO, help="Hugging Face dataset repository")
     args = parser.parse_args(argv)
     if not REPO_ID.fullmatch(args.repo) or ".." in args.repo:
         said = f"error  --repo {args.repo!r}: not a Hugging Face repository id (owner/name, e.g. {REPO})"
-        print(said, file=sys.stderr)
+        say(said, file=sys.stderr)
         return 2
     if args.out.exists() and not args.out.is_dir():
-        print(f"error  --out {args.out}: a file, not a directory; name a directory (made if missing)", file=sys.stderr)
+        say(f"error  --out {args.out}: a file, not a directory; name a directory (made if missing)", file=sys.stderr)
         return 2
     try:
         fetch(args.out, args.repo)
     except OfflineError as err:
-        print(f"error  {err}", file=sys.stderr)
+        say(f"error  {err}", file=sys.stderr)
         return 2
     except OSError as err:  # the directory cannot be made or written (a parent is a file, no permission, full)
         where = err.filename or args.out
-        print(f"error  --out {args.out}: {where}: {err.strerror or err}; choose another directory", file=sys.stderr)
+        say(f"error  --out {args.out}: {where}: {err.strerror or err}; choose another directory", file=sys.stderr)
         return 2
-    print(f"ready  {args.out}: data.train_files={args.out / FILES[0]} data.val_files={args.out / FILES[1]}")
+    say(f"ready  {args.out}: data.train_files={args.out / FILES[0]} data.val_files={args.out / FILES[1]}")
     return 0
 
 

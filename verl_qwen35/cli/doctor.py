@@ -5,7 +5,6 @@ verdict, from the version matrix `verl_qwen35/data/matrix/<device>.yaml` (source
 Exit 0 when everything fits, 2 otherwise. Imports nothing it checks (see verl_qwen35.run.stack).
 """
 
-import argparse
 import json
 import sys
 from dataclasses import asdict
@@ -17,8 +16,9 @@ from verl_qwen35.checks.known_issues import KnownIssue, installed_issues, known_
 from verl_qwen35.checks.versions import rules_line
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.data import MATRIX_DIR
-from verl_qwen35.installed import detect_device
+from verl_qwen35.installed import VerlNotInstalled, detect_device
 from verl_qwen35.run.stack import MatrixError, Stack, Verdict, installed_version, known_stacks, stack_verdicts
+from verl_qwen35.terminal import SafeParser, say
 
 DEVICES = sorted(p.stem for p in MATRIX_DIR.glob("*.yaml"))
 
@@ -48,8 +48,16 @@ def issue_lines(found: list[tuple[KnownIssue, dict[str, str]]]) -> list[str]:
     return lines
 
 
+def rules_or_why_not(device: str) -> str:
+    """The versions a dry run's rules follow here; none without verl (the verl row says what to install)."""
+    try:
+        return rules_line(device)
+    except VerlNotInstalled:
+        return "rules      none: verl is not installed here (the verl row says what to install)"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="verl-qwen35 doctor", description=__doc__.splitlines()[0])
+    parser = SafeParser(prog="verl-qwen35 doctor", description=__doc__.splitlines()[0])
     parser.add_argument("device", nargs="?", default=None, help="device=gpu|npu (detected when omitted)")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
@@ -60,40 +68,40 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     device = args.device.removeprefix("device=") if args.device else detect_device()
     if device not in DEVICES:
-        print(f"doctor: device={device} is not one of {', '.join(DEVICES)}", file=sys.stderr)
+        say(f"doctor: device={device} is not one of {', '.join(DEVICES)}", file=sys.stderr)
         return 2
     matrix = args.matrix or MATRIX_DIR / f"{device}.yaml"
     if not matrix.is_file():
-        print(f"doctor: --matrix {matrix} does not exist", file=sys.stderr)
+        say(f"doctor: --matrix {matrix} does not exist", file=sys.stderr)
         return 2
     try:
         verdicts = stack_verdicts(matrix)
         stacks = known_stacks(matrix)
     except MatrixError as err:
-        print(f"doctor: --matrix {err}", file=sys.stderr)
+        say(f"doctor: --matrix {err}", file=sys.stderr)
         return 2
     failing = [v for v in verdicts if not v.ok]
     issues = installed_issues(known_issues(args.config_dir), device)  # a bad team file: exit 2 naming it
     if args.format == "json":
         shown = {"device": device, "ok": not failing, "components": [asdict(v) for v in verdicts]}
-        shown["rules"] = rules_line(device)
+        shown["rules"] = rules_or_why_not(device)
         shown["known_issues"] = [
             {"id": i.id, "level": i.level, "link": i.link, "title": i.title, "installed": v, "when": trigger_text(i)}
             for i, v in issues
         ]
-        print(json.dumps(shown | {"stacks": [asdict(s) for s in stacks]}, indent=2))
+        say(json.dumps(shown | {"stacks": [asdict(s) for s in stacks]}, indent=2))
     else:
-        print(f"device={device}; matrix {matrix}")
-        print(table(verdicts))
+        say(f"device={device}; matrix {matrix}")
+        say(table(verdicts))
         verdict = "ready to launch" if not failing else f"NOT ready: {', '.join(v.name for v in failing)}"
-        print(rules_line(device))  # the versions a dry run's rules follow, as it prints them
-        print(f"verdict: {verdict}")
+        say(rules_or_why_not(device))  # the versions a dry run's rules follow, as it prints them
+        say(f"verdict: {verdict}")
         if issues:  # said, not failed: each bites only with the settings it names (the dry run checks those)
-            print("\nknown upstream issues of the installed versions (the dry run checks their settings):")
-            print("\n".join(issue_lines(issues)))
+            say("\nknown upstream issues of the installed versions (the dry run checks their settings):")
+            say("\n".join(issue_lines(issues)))
         if stacks:
-            print("\nstacks verl pins (shown, not enforced):")
-            print(stacks_table(stacks))
+            say("\nstacks verl pins (shown, not enforced):")
+            say(stacks_table(stacks))
     return 2 if failing else 0
 
 

@@ -2,7 +2,6 @@
 named (the training update, the log-prob passes, the rollout, the host; docs/planning.md lists the JSON keys),
 and the whole configured run (steps, wall time, device-hours, checkpoints: planner/whole_run.py)."""
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, MemoryEstimate, read_inputs
 from verl_qwen35.planner.whole_run import whole_run, whole_run_lines
 from verl_qwen35.run.resolved import build_run
+from verl_qwen35.terminal import SafeParser, say
 
 PROG = "verl-qwen35 estimate"
 
@@ -35,7 +35,7 @@ def _text(e: MemoryEstimate, cfg: DictConfig) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """`verl-qwen35 estimate device=npu model=122b [--format json]`: exit 0 when it fits, 2 when not."""
-    parser = argparse.ArgumentParser(prog=PROG, description=main.__doc__)
+    parser = SafeParser(prog=PROG, description=main.__doc__)
     parser.add_argument("overrides", nargs="*", help="the same overrides as python -m verl_qwen35")
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--json", dest="format", action="store_const", const="json", help="the same as --format json")
@@ -54,32 +54,32 @@ def _report(overrides: list[str], fmt: str, config_dirs: list[Path]) -> int:
     run, broken = build_run(compose(overrides, config_dirs=config_dirs), mode="dry")
     cfg = run.config
     for problem in broken:
-        print(problem, file=sys.stderr)
+        say(problem, file=sys.stderr)
     if broken:
-        print(f"{PROG}: no estimate until those sections are back", file=sys.stderr)
+        say(f"{PROG}: no estimate until those sections are back", file=sys.stderr)
         return 2
     try:
         read_inputs(cfg)
     except InputError as err:
-        print(f"ERROR   [{err.key}] {err}", file=sys.stderr)
-        print(f"{PROG}: no estimate until that value is fixed", file=sys.stderr)
+        say(f"ERROR   [{err.key}] {err}", file=sys.stderr)
+        say(f"{PROG}: no estimate until that value is fixed", file=sys.stderr)
         return 2
     if (e := run.estimate) is None:  # the builder estimates what `estimable` accepts
         layout = Layout.of(cfg)
         found = positive_problems(layout) or layout_problems(layout, cfg.model, str(cfg.trainer.get("device", "gpu")))
         for problem in found:
-            print(problem, file=sys.stderr)
-        print(f"{PROG}: no estimate for this layout; fix the parallel.* values above", file=sys.stderr)
+            say(problem, file=sys.stderr)
+        say(f"{PROG}: no estimate for this layout; fix the parallel.* values above", file=sys.stderr)
         return 2
     if fmt == "json":
         try:
             whole: dict[str, Any] | str = whole_run(cfg, e).as_dict()
         except InputError as err:
             whole = f"not computed: {err}"
-        print(json.dumps(e.as_dict() | {"whole_run": whole}, indent=2))
+        say(json.dumps(e.as_dict() | {"whole_run": whole}, indent=2))
     else:
-        print(_text(e, cfg))
-        print("\n".join(whole_run_lines(cfg, e)))
+        say(_text(e, cfg))
+        say("\n".join(whole_run_lines(cfg, e)))
     for problem in memory_problems(cfg, e):
-        print(problem, file=sys.stderr)
+        say(problem, file=sys.stderr)
     return 0 if e.fits else 2

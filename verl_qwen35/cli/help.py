@@ -16,6 +16,7 @@ from pathlib import Path
 
 from verl_qwen35.cli.presets import COMMAND, default_choices, default_text, discover, presets_text
 from verl_qwen35.config.choices import OUR_GROUPS
+from verl_qwen35.terminal import say
 
 PRESETS_FLAG = "--presets"
 HELP_FLAGS = ("--help", "-h")
@@ -111,19 +112,19 @@ def _complete(hydra_main: Callable[[], None], argv: list[str]) -> None:
     with contextlib.redirect_stdout(captured):
         hydra_main()
     line_dirs = config_dirs(shlex.split(os.environ.get("COMP_LINE", "")))
-    print(_completion_filter(captured.getvalue(), line_dirs))
+    say(_completion_filter(captured.getvalue(), line_dirs))
 
 
 def serve_listing(argv: list[str], subcommands: Iterable[str] = ()) -> int:
     """Print `--help` or `--presets` (with every `--config-dir` of argv)."""
     dirs = config_dirs(argv)
     if missing := [str(d) for d in dirs if not d.is_dir()]:
-        print(f"verl-qwen35: error: --config-dir {', '.join(missing)}: no such directory", file=sys.stderr)
+        say(f"verl-qwen35: error: --config-dir {', '.join(missing)}: no such directory", file=sys.stderr)
         raise SystemExit(2)
     if any(a in HELP_FLAGS for a in argv):
-        print(help_text(dirs, subcommands), end="")
+        say(help_text(dirs, subcommands), end="")
     else:
-        print(presets_text(dirs), end="")
+        say(presets_text(dirs), end="")
     return 0
 
 

@@ -1,6 +1,5 @@
 """`verl-qwen35 import SCRIPT`: a verl launch script (or a .txt list of overrides) as a --config-dir preset."""
 
-import argparse
 from pathlib import Path
 
 from verl_qwen35.cli.answers import answered
@@ -8,12 +7,13 @@ from verl_qwen35.config.yaml_files import read_text
 from verl_qwen35.imports.preset import check_out, import_preset, report, residual
 from verl_qwen35.imports.script import read_overrides, run_script
 from verl_qwen35.run.stops import stops_deferred
+from verl_qwen35.terminal import SafeParser, say
 
 PROG = "verl-qwen35 import"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser = SafeParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("script", type=Path, help="a bash launch script calling main_ppo, or a .txt list of overrides")
     parser.add_argument(
         "--device",
@@ -32,5 +32,5 @@ def main(argv: list[str] | None = None) -> int:
             recorded = run_script(args.script, device)
             other = run_script(args.script, "npu" if device == "gpu" else "gpu", fail_quietly=True)
         result = import_preset(recorded, args.device, args.out, other)
-        print(report(result, args.out, residual(result, recorded, args.out), recorded.notes), flush=True)
+        say(report(result, args.out, residual(result, recorded, args.out), recorded.notes), flush=True)
     return 0

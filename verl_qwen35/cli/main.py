@@ -30,13 +30,14 @@ from verl_qwen35.config.overrides import check_bounds, parse_overrides, refused_
 from verl_qwen35.config.prewrite import check_before_writing, discard_unstarted_run
 from verl_qwen35.config.resolvers import register_resolvers
 from verl_qwen35.config.schema import register_schema
-from verl_qwen35.config.secrets import redact_config_text
+from verl_qwen35.config.secrets import findings, override_value, redact_config_text, shell_secrets
 from verl_qwen35.config.sources import register_sources
 from verl_qwen35.config.user_conf import check_config_dirs, scanned_once
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir
 from verl_qwen35.run.stops import stops_deferred
 from verl_qwen35.run.sweep import guarded_job, in_multirun, interrupted, released_when_done
+from verl_qwen35.terminal import safe
 
 
 def _presets(argv: list[str]) -> int:
@@ -183,7 +184,25 @@ def printed_configs_redacted(argv: list[str]) -> Iterator[None]:
         with redirect_stdout(captured):
             yield
     finally:
-        sys.stdout.write(redact_config_text(captured.getvalue()))
+        sys.stdout.write(safe(secret_overrides_masked(redact_config_text(captured.getvalue()), argv)))
+
+
+def secret_overrides_masked(text: str, argv: list[str]) -> str:
+    """Hydra prints the overrides themselves too (`hydra.overrides.task`, `hydra.job.override_dirname`), as
+    typed: each one that puts a secret into the config (the check a run refuses it by) is shown `KEY=<redacted>`."""
+    shell = shell_secrets()
+    for arg in argv:
+        if "=" not in arg or arg.startswith("-"):
+            continue
+        try:
+            (override,) = parse_overrides([arg])
+        except UserError:  # not an override (a flag's value): Hydra's parser answers it
+            continue
+        key = override.key_or_group if override.package is None else f"{override.key_or_group}@{override.package}"
+        if not override.is_delete() and next(findings(key, override_value(override), shell), None):
+            typed = arg.split("=", 1)[0]
+            text = text.replace(arg, f"{typed}=<redacted>")
+    return text
 
 
 def not_utf8(argv: list[str]) -> None:

@@ -9,6 +9,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.run.job import PreflightRefused, run_job
 from verl_qwen35.run.resolved import mode_of
+from verl_qwen35.terminal import say
 
 PICTURE = "plan.picture"
 NOT_DRAWN = "picture    not drawn: the preflight refuses this config (the errors above)"
@@ -35,11 +36,11 @@ def job_and_picture(cfg: DictConfig, choices: dict[str, str], output_dir: str | 
     try:
         passed = run_job(cfg, choices, output_dir)
     except PreflightRefused:
-        print(NOT_DRAWN)
+        say(NOT_DRAWN)
         raise
     if not passed:
-        print(NOT_DRAWN)
+        say(NOT_DRAWN)
         return
     from verl_qwen35.review.picture import draw_config
 
-    print(f"picture    {draw_config(cfg, value, PICTURE).absolute()}")
+    say(f"picture    {draw_config(cfg, value, PICTURE).absolute()}")

@@ -35,6 +35,7 @@ from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
+from verl_qwen35.config.line_breaks import check_line_breaks
 from verl_qwen35.config.yaml_files import MAX_BYTES, read_limited
 from verl_qwen35.disk import write_file
 from verl_qwen35.errors import UserError
@@ -66,6 +67,7 @@ from verl_qwen35.planner.whole_run import checkpoint
 from verl_qwen35.run.child import run_attached
 from verl_qwen35.run.resolved import build_run
 from verl_qwen35.run.stops import stops_deferred
+from verl_qwen35.terminal import SafeParser, say
 
 PROG = "verl-qwen35 plan"
 PICTURE = "--picture"
@@ -257,7 +259,8 @@ def write_sweep(directory: Path, listed: list[tuple[str, Candidate]], cfg: DictC
         node = layout_node(c, keys, cfg)
         # The package line first: Hydra reads it from the file's header (the stage counts sit beside `parallel`).
         header = "# @package _global_\n"
-        header += f"# Layout {rank} of {PROG} for {cfg.model.name} on {c.layout.nnodes}x{c.layout.devices_per_node}.\n"
+        shown = json.dumps(str(cfg.model.name))  # quoted as data: nothing in a value ends the comment
+        header += f"# Layout {rank} of {PROG} for {shown} on {c.layout.nnodes}x{c.layout.devices_per_node}.\n"
         write_file(directory / "parallel" / f"{name}.yaml", header + OmegaConf.to_yaml(node), within=directory)
         names.append(name)
     return names
@@ -379,7 +382,7 @@ def _writable_dir(directory: Path) -> None:
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser = SafeParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("overrides", nargs="*", help="the same overrides as python -m verl_qwen35")
     parser.add_argument("--top", type=int, default=10, help="how many layouts to list (0: every one that fits)")
     parser.add_argument(
@@ -430,7 +433,9 @@ def _compose(overrides: list[str], config_dirs: list[Path]) -> tuple[Run, Layout
     if not any(_key(o) == "dry_run" for o in overrides):
         overrides = [*overrides, "dry_run=true"]
     # Hydra's and OmegaConf's errors: errors.answered names the override or key
-    run, broken = build_run(compose(overrides, config_dirs=config_dirs), mode="dry", keep_composed=True)
+    composed = compose(overrides, config_dirs=config_dirs)
+    check_line_breaks(composed)  # a value that could end a line of a file the plan writes, before any is written
+    run, broken = build_run(composed, mode="dry", keep_composed=True)
     if broken:
         raise UsageError("; ".join(f"{', '.join(p.keys)}: {p.message}" for p in broken))
     resolved = run.config
@@ -526,15 +531,15 @@ def _print_table(
         current = dataclasses.replace(current, tier=1 if in_tier_one(current, found.fastest) else 2)
     shown = rows + ([("current", current)] if current is not None and current_rank is None else [])
     hw = resolved.hardware
-    print(
+    say(
         f"{resolved.model.name} on {own.nnodes} x {own.devices_per_node} = {own.world} "
         f"{device.upper()}s (hardware {hw.get('name', '?')}, {hw.device_memory_gib:g} GiB each): "
         f"{found.training_accepted} training layouts (of {found.training_judged} judged) x "
         f"{found.rollout_accepted} rollout layouts accepted"
     )
     if shown:
-        print(table(shown, own_split, device))
-    print(
+        say(table(shown, own_split, device))
+    say(
         f"tiers: tier 1 ('equal') holds the {found.tier_size} layouts whose predicted step lies within the band of "
         "the fastest: the model cannot tell them apart, so they are ordered by (1) headroom at or above "
         f"--min-headroom ({min_headroom:.0%}) first, (2) more memory headroom in 5% steps (the [N+] beside it: 26% "
@@ -544,13 +549,13 @@ def _print_table(
     )
     marked = [c for _, c in shown if not rollout_measured(c.layout, device)]
     if marked:
-        print(f"gen *: {unmeasured_note(marked[0].layout, device)}")
+        say(f"gen *: {unmeasured_note(marked[0].layout, device)}")
     if rows:
         best = rows[0][1]
         t = best.time
-        print(f"rank 1: {rank_one_time(best, steps)}; assumes {t.assumption()}; {t.calibration.describe()}")
+        say(f"rank 1: {rank_one_time(best, steps)}; assumes {t.assumption()}; {t.calibration.describe()}")
         for warning in best.warnings:
-            print(f"rank 1 warning: {warning}")
+            say(f"rank 1 warning: {warning}")
     if current is None:
         first = (
             f": [{', '.join(k.split(' ')[0] for k in own_errors[0].keys)}] {own_errors[0].message}"
@@ -558,16 +563,16 @@ def _print_table(
             else ""
         )
         more = f" ({len(own_errors) - 1} more)" if len(own_errors) > 1 else ""
-        print(
+        say(
             f"current: the preflight refuses the config's own layout{first}{more}; every reason: "
             + shlex.join(["python", "-m", "verl_qwen35", *own_overrides, "dry_run=true"])
         )
     elif current_rank is not None:
-        print(f"current: the config's own layout is rank {current_rank} (tier {dict(rows)[current_rank].tier})")
+        say(f"current: the config's own layout is rank {current_rank} (tier {dict(rows)[current_rank].tier})")
     elif rows:
-        print(f"current: the config's own layout (not listed): {compare_current(rows[0][1], current, found.fastest)}")
+        say(f"current: the config's own layout (not listed): {compare_current(rows[0][1], current, found.fastest)}")
     if steps is None:
-        print("device-hours: set trainer.total_training_steps (or make data.train_files readable) to count the steps")
+        say("device-hours: set trainer.total_training_steps (or make data.train_files readable) to count the steps")
 
 
 def _print_json(
@@ -584,12 +589,12 @@ def _print_json(
     if current is not None and not any(_is_own(c, own, own_split) for _, c in rows):
         current = dataclasses.replace(current, tier=1 if in_tier_one(current, found.fastest) else 2)
         out.append(record(None, current, base, True, steps, own_split, device))
-    print(json.dumps(out, indent=2))
+    say(json.dumps(out, indent=2))
 
 
 def _nothing_fits(resolved: DictConfig, own: Layout, found: Search) -> int:
     if not found.training_accepted or not found.rollout_accepted:
-        print(
+        say(
             f"{PROG}: the preflight accepts no {'training' if not found.training_accepted else 'rollout'} layout of "
             f"{resolved.model.name} on {own.nnodes} x {own.devices_per_node} = {own.world} devices "
             f"({found.training_judged} training, {found.rollout_judged} rollout layouts judged); use a "
@@ -602,7 +607,7 @@ def _nothing_fits(resolved: DictConfig, own: Layout, found: Search) -> int:
         f"{' '.join(overrides_of(c.layout, c.split, changed=c.batches))} needs {c.estimate.peak_gib:.0f} GiB"
         for c in found.closest[:3]
     )
-    print(
+    say(
         f"{PROG}: no accepted layout fits in memory on {own.nnodes} x {own.devices_per_node} "
         f"(hardware.device_memory_gib={resolved.hardware.device_memory_gib:g}); closest: {closest or 'none'}. "
         "Raise parallel.nnodes, or check hardware.* against your machines.",
@@ -645,7 +650,7 @@ def run(args: argparse.Namespace) -> int:
     listed, refusal = verified(run, found, args.top)
     if refusal and not listed:
         for problem in refusal:
-            print(problem, file=sys.stderr)
+            say(problem, file=sys.stderr)
         raise UsageError("the preflight refuses the best layouts for the reasons above; fix those overrides first")
     own_split = user_split(resolved)
     current, own_errors = judge(run, own, own_split)
@@ -668,12 +673,12 @@ def run(args: argparse.Namespace) -> int:
             [o for o in args.overrides if _key(o) != "dry_run"],
             args.min_headroom,
         )
-        print(f"took {time.perf_counter() - started:.2f} s after start-up (compose, search, verify)")
+        say(f"took {time.perf_counter() - started:.2f} s after start-up (compose, search, verify)")
         if refusal:
-            print(f"note: layouts the search accepted but the whole preflight refused were left out: {refusal[0]}")
+            say(f"note: layouts the search accepted but the whole preflight refused were left out: {refusal[0]}")
     if args.picture is not None:
         line = picture_line(resolved, current, own_errors, args.picture)
-        print(line, file=sys.stdout if args.format == "table" else sys.stderr)
+        say(line, file=sys.stdout if args.format == "table" else sys.stderr)
     if not listed:
         return _nothing_fits(resolved, own, found)
     if args.sweep is None:
@@ -681,9 +686,9 @@ def run(args: argparse.Namespace) -> int:
             own_dir = ["--config-dir", str(args.config_dir)] if args.config_dir else []
             # Each word quoted for the shell (a pasted line runs exactly these words); DIR is the user's to fill.
             line = shlex.join([*PROG.split(), *own_dir, *args.overrides, "--top", str(len(listed))]) + " --sweep DIR"
-            print(f"sweep:   {line}  (writes DIR/parallel/*.yaml, runs them as one multirun)")
+            say(f"sweep:   {line}  (writes DIR/parallel/*.yaml, runs them as one multirun)")
             trial = shlex.join([*PROG.split(), *own_dir, *args.overrides, "--trial", "3"]) + " --sweep DIR"
-            print(
+            say(
                 f"trials:  {trial}  (short real runs of 3 tier-1 layouts, the resume drill on the last: measure them, "
                 "then calibrate; docs/planning.md, Trial runs)"
             )
@@ -700,7 +705,7 @@ def run(args: argparse.Namespace) -> int:
     command = sweep_command(args.sweep, base, names, keys)
     if keys:
         applied(args.sweep, sweep_overrides(base, keys), rows, names, resolved)
-    print("sweep:   " + shlex.join(command[1:]), file=sys.stderr, flush=True)  # safe to paste: each word quoted
+    say("sweep:   " + shlex.join(command[1:]), file=sys.stderr, flush=True)  # safe to paste: each word quoted
     return run_attached(command, stop_s=SWEEP_STOP_S)  # its own group: stopped with us, nothing left behind
 
 
@@ -749,18 +754,18 @@ def run_trials(
         raise UsageError(f"--sweep {args.sweep}: cannot write the trials ({err.strerror}: {err.filename})") from None
     price = cost([(name, c) for name, _, c in named], steps, checkpoint(resolved, 1).write_seconds, args.drill)
     for line in trial_lines(named, found, price, steps, device):
-        print(line)
+        say(line)
     if unmeasured := [c for _, _, c in named if not rollout_measured(c.layout, device)]:
-        print(f"gen *: {unmeasured_note(unmeasured[0].layout, device)}")
+        say(f"gen *: {unmeasured_note(unmeasured[0].layout, device)}")
     if folder is not None:
-        print(f"drill: checkpoint folder {folder} (trial.checkpoint_dir): on storage every node and both jobs see")
+        say(f"drill: checkpoint folder {folder} (trial.checkpoint_dir): on storage every node and both jobs see")
     if len(chosen) < args.trial:
-        print(f"note: {len(chosen)} layouts, not {args.trial}: tier 1 has no more that differ in PP, EP, TP or rollout")
+        say(f"note: {len(chosen)} layouts, not {args.trial}: tier 1 has no more that differ in PP, EP, TP or rollout")
     keys = batch_keys([(str(rank), c) for _, rank, c in named])
     launch = sweep_command(args.sweep, base, names, keys, TRIAL_GROUP, dry=False)
-    print("launch:  " + shlex.join(["python", *launch[1:]]), flush=True)  # paste-ready: each word quoted
+    say("launch:  " + shlex.join(["python", *launch[1:]]), flush=True)  # paste-ready: each word quoted
     command = sweep_command(args.sweep, base, names, keys, TRIAL_GROUP)
-    print("sweep:   " + shlex.join(command[1:]), file=sys.stderr, flush=True)
+    say("sweep:   " + shlex.join(command[1:]), file=sys.stderr, flush=True)
     return run_attached(command, stop_s=SWEEP_STOP_S)
 
 

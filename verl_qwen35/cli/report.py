@@ -1,6 +1,5 @@
 """`verl-qwen35 report RUN_DIR`: a run's (or a sweep's) metrics summed up, with plots and the plan's predictions."""
 
-import argparse
 from pathlib import Path
 
 from verl_qwen35.cli.answers import answered
@@ -18,13 +17,14 @@ from verl_qwen35.review.report import (
     sweep_reports,
     sweep_text,
 )
+from verl_qwen35.terminal import SafeParser, say
 
 PROG = "verl-qwen35 report"
 REPORT_DIR = "report"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser = SafeParser(prog=PROG, description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, help="a run's output directory, or a sweep's (multirun) directory")
     parser.add_argument("--out", type=Path, help=f"where the PNG plots go (default: RUN_DIR/{REPORT_DIR}/)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -61,7 +61,7 @@ def report(target: Path, out: Path | None, as_json: bool, draw: bool, calibratio
         written = [plots.run_figure(one, out, within)] if draw else []
         data, text = run_json(one), run_text(one, written)
     if as_json:
-        print(dumps({**data, "plots": [str(p) for p in written]}))
+        say(dumps({**data, "plots": [str(p) for p in written]}))
     else:
-        print(text)
+        say(text)
     return 0

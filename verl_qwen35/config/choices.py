@@ -15,8 +15,20 @@ from omegaconf import OmegaConf
 
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir, detect_device, installed_verl_schema, verl_config_dir
+from verl_qwen35.terminal import say
 
-OUR_GROUPS = ("device", "model", "hardware", "parallel", "tuning", "verl_schema", "submit", "logger", "trial")
+OUR_GROUPS = (
+    "device",
+    "model",
+    "hardware",
+    "parallel",
+    "tuning",
+    "npu_stack",
+    "verl_schema",
+    "submit",
+    "logger",
+    "trial",
+)
 DEFAULT_MODEL = "35b"  # conf/config.yaml's defaults list
 # `hardware: tested_on/${model}_${device}`: the machine each model's upstream script ran on, per device.
 TESTED_ON = "hardware/tested_on"
@@ -198,7 +210,7 @@ def implicit_overrides(overrides: Sequence[str], announce: bool = True, config_d
             why = "torch_npu is installed" if device == "npu" else "torch_npu is not installed"
         added.append(f"device={device}")
         if announce:
-            print(f"verl-qwen35: device={device} ({why}); pass device=gpu|npu to choose", file=sys.stderr)
+            say(f"verl-qwen35: device={device} ({why}); pass device=gpu|npu to choose", file=sys.stderr)
     if "verl_schema" not in given:
         added.append(f"verl_schema={installed_verl_schema()}")
     if hardware and "parallel" not in given:
@@ -208,7 +220,7 @@ def implicit_overrides(overrides: Sequence[str], announce: bool = True, config_d
         if layout in options("parallel", config_dirs):
             added.append(f"parallel={layout}")
             if announce:
-                print(f"verl-qwen35: parallel={layout} (the layout for hardware={hardware})", file=sys.stderr)
+                say(f"verl-qwen35: parallel={layout} (the layout for hardware={hardware})", file=sys.stderr)
     single = "," not in model and "," not in str(device)  # a sweep's jobs each need their own file
     tested = set(options(TESTED_ON, config_dirs))
     if "hardware" not in given and single and f"{model}_{device}" not in tested and device in tested:

@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from verl_qwen35.config.choices import check_choices
+from verl_qwen35.config.line_breaks import check_line_breaks, check_override_line_breaks
 from verl_qwen35.config.overrides import parse_overrides
 from verl_qwen35.config.schema import NODES
 from verl_qwen35.config.secrets import ADVICE, check_overrides, config_findings
@@ -31,6 +32,7 @@ def check_before_writing(overrides: Sequence[str], config_dirs: Sequence[Path], 
     parsed = parse_overrides(list(overrides))
     check_choices(parsed, config_dirs)
     check_overrides(parsed)
+    check_override_line_breaks(parsed)
     check_config_dirs(parsed, list(config_dirs))
     for override in parsed:
         if override.key_or_group in TOP_LEVEL and not override.is_delete() and override.value() is None:
@@ -41,6 +43,7 @@ def check_before_writing(overrides: Sequence[str], config_dirs: Sequence[Path], 
     if job is not None:
         missing_values(job)
         nested_values(job)
+        check_line_breaks(job, leave_out=(HYDRA,))
         for key, why in config_findings(job, leave_out=(HYDRA,)):
             raise UserError(f"{key}: {why}; refused before anything was written. Instead, {ADVICE}.")
 

@@ -152,6 +152,13 @@ class Plan:
     # is not this one's (verl main pins 0.18: Gated DeltaNet with cp > 1 and packed sequences). null: the installed
     # one, else 0.16 (the Ascend image's). A launch follows the installed one and refuses a different value here.
     megatron_core: str | None = None
+    # The verl release ("0.8.0") whose version rules a dry run follows, to judge for a cluster whose verl is not
+    # this one's (the Ascend 9.0.0 image runs 0.8.0). The config is still composed from the installed verl's
+    # files. null: the installed one. A launch refuses one other than the installed.
+    verl: str | None = None
+    # A stack of the version matrices (`ascend_9.0.0_a3`, `gpu_verl_main`, ...): plan.verl and plan.megatron_core
+    # default to its pins. null: none.
+    stack: str | None = None
 
 
 @dataclass

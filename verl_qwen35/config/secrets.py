@@ -210,7 +210,8 @@ def findings(path: str, value: Any, shell: Mapping[str, str], in_env: bool | Non
                 yield path, f"holds the value of your shell's {var}"
 
 
-def _override_value(override: Override) -> Any:
+def override_value(override: Override) -> Any:
+    """An override's value as the scan reads it: a sweep's values as a list."""
     if override.is_sweep_override():
         return [v for v in override.sweep_iterator()]
     return override.value()
@@ -223,7 +224,7 @@ def check_overrides(overrides: Sequence[Override]) -> None:
         if override.is_delete():
             continue
         key = override.key_or_group if override.package is None else f"{override.key_or_group}@{override.package}"
-        for where, why in findings(key, _override_value(override), shell):
+        for where, why in findings(key, override_value(override), shell):
             raise UserError(f"{where}: {why}; refused before anything was written. Instead, {ADVICE}.")
 
 

@@ -23,6 +23,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.config import compose
 from verl_qwen35.config.errors import explain
+from verl_qwen35.config.line_breaks import LINE_BREAK, line_break_keys
+from verl_qwen35.config.line_breaks import refusal as line_break_refusal
 from verl_qwen35.config.overrides import check_bounds
 from verl_qwen35.config.secrets import credentials_in, findings, looks_secret, redact, shell_secrets
 from verl_qwen35.config.yaml_files import load_json_object, load_mapping
@@ -471,6 +473,11 @@ def check_out(out: Path) -> None:
 def import_preset(recorded: Recorded, device: str | None, out: Path, other: Recorded | None = None) -> Imported:
     """Write the preset under `out` and return what went where; the preset is composed back and compared."""
     check_out(out)
+    for line in recorded.overrides:  # written into the preset's YAML: refused whole, never split into two lines
+        if LINE_BREAK.search(line):
+            raise line_break_refusal(line.split("=", 1)[0].lstrip("+~"))
+    for found in line_break_keys(recorded.env, "env.set"):
+        raise line_break_refusal(found)
     probe = Imported(model="", device="")
     script_cfg = verl_effective(recorded.overrides, probe)
     script = flatten(script_cfg)

@@ -5,17 +5,22 @@ The recording procedure of /work/shared/reference/README.md (how seed_overrides/
 exported environment, and exits 0; stand-ins for the other commands such scripts call do nothing; the
 script runs under `bash` with a clean environment in a temporary directory, with a time limit.
 
-What it guards against, and what it cannot: PATH holds only the stand-ins and a fixed list of basic
-utilities (no curl, wget, git, pip, ssh); the utilities that write (rm, mkdir, tee, cp, mv...) act only
-inside the temporary directory (a path outside it is skipped and named in the report), so a script's
-`mkdir -p /root/.cache/logs` or `| tee /root/run.log` touches nothing; where user namespaces are allowed
-(`unshare -rn`) the script runs with no network interface but loopback. A script can still name a program
-by its absolute path (/usr/bin/curl) and redirect (`> /path`) wherever the user may write: read a script
-you do not trust first.
+The script is someone else's: it runs confined, so that it can change no file outside the temporary
+directory whatever it calls and however (an absolute path, a redirection, `dd of=`, `sed -i`, `install`,
+`rsync`, a Python one-liner). The kernel holds the line, not a list of commands: Landlock and a seccomp
+filter (imports/confine.py) where the kernel has them (Linux 6.2+), else bubblewrap (`bwrap`, a read-only
+view of the file system but the temporary directory) where it is installed and allowed; with neither, the
+import refuses to run the script and says so (a `.txt` list of overrides needs no run). Where user
+namespaces are allowed (`unshare -rn`) the script also has no network interface but loopback; Landlock also
+refuses it TCP (ABI 4) and signals to processes outside (ABI 6). The stand-ins of the utilities that write
+(mkdir, cp, tee...) skip a path outside the temporary directory and name it in the report, so that a
+script's `mkdir -p /root/.cache/logs` goes on instead of failing: a convenience, not the confinement.
 """
 
 import shlex
 import shutil
+import signal
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +29,7 @@ from verl_qwen35.config.secrets import redact
 from verl_qwen35.config.yaml_files import read_text
 from verl_qwen35.disk import NotRegular, read_bytes, write_file
 from verl_qwen35.errors import UserError
+from verl_qwen35.imports import confine
 from verl_qwen35.run.child import run_child
 
 ENTRYPOINT = "verl.trainer.main_ppo"
@@ -203,6 +209,48 @@ def _no_network_prefix() -> list[str]:
     return []
 
 
+def _bwrap_prefix(root: Path) -> list[str]:
+    """bubblewrap's read-only view of the whole file system but `root` (a fresh /dev, no network), where
+    `bwrap` is installed and allowed to make its namespaces here; else nothing."""
+    bwrap = shutil.which("bwrap", path="/usr/bin:/bin")
+    if bwrap is None:
+        return []
+    prefix = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--bind", str(root), str(root)]
+    prefix += ["--unshare-net", "--unshare-pid", "--proc", "/proc", "--die-with-parent", "--new-session", "--"]
+    probe = run_child([*prefix, "/bin/sh", "-c", "true"], cwd=Path("/"), env={}, time_limit_s=5)
+    return prefix if probe.returncode == 0 else []
+
+
+NOT_CONFINED = (
+    "cannot run the script confined to a temporary directory here: this kernel has no Landlock of ABI "
+    f"{confine.LEAST_ABI}+ (Linux 6.2+, `landlock` in the kernel's lsm= list) and bubblewrap (`bwrap`) is not "
+    "installed or not allowed to make its namespaces; the importer runs no script it cannot confine. Write the "
+    "script's overrides one a line into a .txt file and import that, or import on a machine with either"
+)
+
+
+def _confinement(root: Path) -> list[str]:
+    """The command prefix that keeps the script from changing any file outside `root`."""
+    if confine.abi() >= confine.LEAST_ABI:
+        return [*_no_network_prefix(), sys.executable, "-I", "-S", confine.__file__, str(root), "--"]
+    if bwrap := _bwrap_prefix(root):
+        return bwrap
+    raise UserError(NOT_CONFINED)
+
+
+def _ended(code: int) -> str:
+    """How the script ended, in words: an exit code, or the signal that ended it."""
+    if code < 0:
+        try:
+            return f"it was ended by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"it was ended by signal {-code}"
+    return f"it exited with {code}"
+
+
+DENIED = ("Permission denied", "Read-only file system", "Operation not permitted")
+
+
 RECORD_MAX_BYTES = 8 * 1024 * 1024  # what the stand-in python writes: a command line and an environment
 
 
@@ -249,9 +297,12 @@ def run_script(
             **dict.fromkeys(PROXIES, DUMMY_PROXY),
         }
         time_limit_s = TIME_LIMIT_S if time_limit_s is None else time_limit_s
-        argv = [*_no_network_prefix(), bash, str(script.resolve())]
+        argv = [*_confinement(root), bash, str(script.resolve())]
         done = run_child(argv, cwd=work, env=given, time_limit_s=time_limit_s)
-        if done.returncode is None:
+        confine_failed = [ln for ln in done.last_lines(20) if ln.startswith("verl-qwen35-confine:")]
+        if confine_failed:
+            raise UserError(f"{NOT_CONFINED} ({confine_failed[0].split(': ', 1)[1]})")
+        if done.returncode is None and not (record / "args").exists():
             if fail_quietly:
                 return None
             raise UserError(
@@ -265,15 +316,24 @@ def run_script(
                 return None
             if entry := _split(record / "entrypoint", script):
                 raise UserError(
-                    f"{script}: it starts {entry[0]}, not {ENTRYPOINT}: this project composes, checks and imports "
-                    f"main_ppo launches only (another entrypoint reads another config); run that script with verl"
+                    f"{script}: it starts {redact(entry[0][:200])}, not {ENTRYPOINT}: this project composes, checks "
+                    "and imports main_ppo launches only (another entrypoint reads another config); run that script "
+                    "with verl"
                 )
-            did = f"it exited with {done.returncode}"
+            assert done.returncode is not None  # a script stopped at the time limit was answered above
+            did = _ended(done.returncode)
             if missing:
-                did += f" after calling {', '.join(sorted(set(missing)))}, which the importer does not provide"
+                named = ", ".join(redact(m[:100]) for m in sorted(set(missing)))
+                did += f"; it called {named}, which the importer does not provide"
             if others:
-                did += f"; it ran `{others[0]}` (the stand-in python3 only records `python3 -m {ENTRYPOINT}`)"
+                shown = redact(others[0][:300])
+                did += f"; it ran `{shown}` (the stand-in python3 only records `python3 -m {ENTRYPOINT}`)"
             tail = [redact(line[:500]) for line in done.last_lines(3)]
+            if any(d in line for line in done.last_lines(20) for d in DENIED):
+                did += (
+                    "; a change to a file outside the importer's temporary directory was refused (the script runs "
+                    "confined to it: make the script write only below its working directory or $HOME)"
+                )
             raise UserError(
                 f"{script}: never called `python3 -m {ENTRYPOINT}` ({did}). "
                 + (f"Its last output: {' | '.join(tail)}. " if tail else "")
@@ -286,12 +346,19 @@ def run_script(
         for name in PROXIES:  # a proxy the script set itself is one of its exports
             if env.get(name) == DUMMY_PROXY:
                 exported.pop(name, None)
-        notes = [f"the script called {m}, which is not available while importing" for m in sorted(set(missing))]
+        notes = [
+            f"the script called {redact(m[:100])}, which is not available while importing" for m in sorted(set(missing))
+        ]
         notes += [
-            f"`{o}` skipped: outside the import's temporary directory (nothing outside it is touched)"
+            f"`{redact(o[:300])}` skipped: outside the import's temporary directory (nothing outside it is touched)"
             for o in dict.fromkeys(_split(record / "outside", script))
         ]
-        notes += [f"the script ran `{o}`; the stand-in answered with exit 1" for o in others]
+        notes += [f"the script ran `{redact(o[:300])}`; the stand-in answered with exit 1" for o in others]
+        if done.returncode is None:
+            notes.append(
+                f"the script was still running {time_limit_s:g} s after it called {ENTRYPOINT} (stopped): "
+                "what it does after that is not part of the import"
+            )
         unset = not any(env.get(p) == DUMMY_PROXY for p in PROXIES)
         home_read = "${oc.env:HOME}"  # the temporary HOME, read back as the launching user's
         args = [a.replace(str(home), home_read) for a in _split(record / "args", script)]

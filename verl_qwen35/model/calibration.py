@@ -26,6 +26,14 @@ MIN_BAND_ROWS rows of its device kind for a band of its own; with fewer, an NPU 
 (its rows' ratios were predicted by the GPU fit, an error the NPU fit no longer makes), a user's phase the shipped
 band of its device kind, and a GPU phase the band of all GPU ratios together (of phases two or more rows measure)
 stretched to hold its own.
+
+A user's runs (`verl-qwen35 calibrate`: several layouts of one stack, e.g. a trial sweep) fit the same way, with a
+band of their own where two or more of them measure a phase: each run predicted by the fit of the others (its error
+across layouts) times the run's own step-to-step spread (10th and 90th percentile of its steps over their median),
+the band the envelope of those products, 1 included (fewer than ten runs: none left out). One run gives no error
+across layouts: its phases keep the published band, and the output says so. A phase whose measurement is at or
+below the model's fixed part (`b`: collectives, offload, the sync's gathers) fits nothing; `unfitted` names it and
+the efficiency it keeps.
 """
 
 import dataclasses
@@ -53,6 +61,7 @@ from verl_qwen35.model.step_time import (
     Rates,
     Recipe,
     Terms,
+    model_bytes,
     phase_seconds,
     step_time,
     training_terms,
@@ -86,6 +95,11 @@ class Row:
     hardware: str = ""
     device: str = REFERENCE  # the device kind it ran on (DEVICES)
     extra: dict[str, Any] = field(default_factory=dict)
+    model_bytes: float = 0.0  # bf16 bytes of the model: the weight sync's size
+    # A user's run: the lengths it logged (prompt, response mean, longest) and each phase's step-to-step spread
+    # (its steps' 10th and 90th percentile over their median).
+    lengths: dict[str, int] = field(default_factory=dict)
+    spread: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def predict(self, eff: Mapping[str, float], phase: str) -> float:
         if phase == "step":
@@ -127,6 +141,30 @@ def fit(rows: Iterable[Row], fallback: Mapping[str, float] | None = None) -> dic
         elif constant == "log_prob":
             eff[constant] = eff["update"]
     return eff
+
+
+def unfitted(rows: Iterable[Row], eff: Mapping[str, float]) -> list[tuple[Row, str, float, float]]:
+    """(row, phase, measured, fixed part) of every fitted measurement at or below the model's fixed part (`b`, for a
+    `step` the other phases too): it gives no efficiency, the fit keeps what the others give (or the base)."""
+    out = []
+    for row in rows:
+        for phase in sorted(row.fitted):
+            if _own(row, phase, eff) is None and row.terms[_phase(phase)][0] > 0:
+                fixed = row.terms[_phase(phase)][1]
+                if phase == "step":
+                    fixed += sum(row.predict(eff, p) for p in row.terms if p != "gen")
+                out.append((row, phase, row.measured[phase], fixed))
+    return out
+
+
+def unfitted_lines(rows: Iterable[Row], cal: Calibration) -> list[str]:
+    """`unfitted` as the output says it."""
+    return [
+        f"  {row.id}: {phase} measured {measured:.2f} s is at or below the model's fixed part {fixed:.2f} s "
+        f"(collectives, offload, gathers): it fits nothing; {CONSTANT[_phase(phase)]} keeps "
+        f"{cal.efficiency[CONSTANT[_phase(phase)]]:.4f} from the other rows or the published fit"
+        for row, phase, measured, fixed in unfitted(rows, cal.efficiency)
+    ]
 
 
 def measured_constants(rows: Iterable[Row]) -> set[str]:
@@ -233,10 +271,44 @@ def calibrate(rows: list[Row], source: str, device: str = REFERENCE, base: Calib
     band_base = base.band if base else None
     if base is None and device != REFERENCE:
         band_base = calibrate(rows, source, REFERENCE).band
-    band = bands(leave_one_out(rows, fallback, device), band_base)
+    loo = leave_one_out(rows, fallback, device)
+    band = bands(loo, band_base)
+    if base is not None:
+        band = {**band, **own_bands(loo)}
     used = [r for r in rows if r.device in (device, REFERENCE)]
-    own = sum(1 for r in rows if r.device == device)
-    return Calibration(fit_device(rows, device, fallback), band, source, len(used), device, own)
+    own = [r for r in rows if r.device == device]
+    support = {
+        c: tuple(r.id for r in own if any(CONSTANT[_phase(p)] == c for p in r.fitted)) for c in measured_constants(own)
+    }
+    if base is not None:  # what the runs do not fit rests on the base's rows
+        support = {**base.support, **support}
+    sizes = [r.model_bytes for r in rows if r.model_bytes and "update_weights" in r.fitted and r.device == device]
+    sizes = sizes or [r.model_bytes for r in rows if r.model_bytes and "update_weights" in r.fitted]
+    sync = (min(sizes), max(sizes)) if sizes else (base.sync_bytes if base else None)
+    return Calibration(
+        fit_device(rows, device, fallback), band, source, len(used), device, len(own),
+        lengths=run_lengths(own), support=support, sync_bytes=sync,
+    )  # fmt: skip
+
+
+def own_bands(loo: list[tuple[Row, str, float]]) -> dict[str, tuple[float, float]]:
+    """The bands a user's runs earn (module docstring): for each phase two or more of them measure, the envelope of
+    every run's leave-one-out ratio times its step-to-step spread, 1 included."""
+    by: dict[str, list[tuple[float, float]]] = {}
+    for row, phase, ratio in loo:
+        low, high = row.spread.get(phase, (1.0, 1.0))
+        by.setdefault(_phase(phase), []).append((ratio * low, ratio * high))
+    return {p: (min(1.0, *(lo for lo, _ in v)), max(1.0, *(hi for _, hi in v))) for p, v in by.items() if len(v) >= 2}
+
+
+def run_lengths(rows: Sequence[Row]) -> dict[str, int] | None:
+    """The lengths user runs logged (each the median over the runs that logged it); None: no run logged them."""
+    out = {}
+    for key in ("prompt", "response", "longest"):
+        values = [r.lengths[key] for r in rows if r.lengths.get(key)]
+        if values:
+            out[key] = round(statistics.median(values))
+    return out if out.get("response") else None
 
 
 # -- the shipped rows -----------------------------------------------------------------------------------
@@ -311,7 +383,8 @@ def shipped_row(row: Mapping[str, Any]) -> Row:
     device = hw["device"]  # the hardware anchor's kind, as conf/hardware/*.yaml's `device`
     if device not in DEVICES:
         raise ValueError(f"{SHIPPED}: {row['id']}: hardware.device={device!r} is not one of {DEVICES}")
-    return Row(row["id"], terms, measured, fitted, " ".join(row["source"].split()), hw.get("name", ""), device)
+    source = " ".join(row["source"].split())
+    return Row(row["id"], terms, measured, fitted, source, hw.get("name", ""), device, model_bytes=model_bytes(m))
 
 
 UNIT = Calibration(efficiency=dict.fromkeys(CONSTANTS, 1.0), band={p: (1.0, 1.0) for p in PHASES}, source="-", rows=0)
@@ -330,18 +403,35 @@ def shipped(device: str = REFERENCE) -> Calibration:
     return calibrate(rows, "verl_qwen35/data/calibration/measurements.yaml (published runs)", device)
 
 
-def run_row(name: str, cfg: Any, measured: Mapping[str, float], response_mean: int | None = None) -> Row:
-    """A user's run as a row: its recorded config's terms, responses at the mean length it logged (`response_mean`,
-    verl's `response_length/mean`; else the config's), and the median seconds of the phases it measured."""
+def run_row(
+    name: str,
+    cfg: Any,
+    measured: Mapping[str, float],
+    lengths: Mapping[str, int] | None = None,
+    spread: Mapping[str, tuple[float, float]] | None = None,
+) -> Row:
+    """A user's run as a row: its recorded config's terms at the lengths it logged (`lengths`: `prompt`, verl's
+    prompt_length/mean; `response`, response_length/mean; `longest`, response_length/max; else the config's maxima,
+    never the recorded plan.calibration's), the median seconds of the phases it measured and their step spread."""
     m, s = read_inputs(cfg)
     lo = Layout.of(cfg)
-    recipe = Recipe.of(cfg)
-    if response_mean:
-        recipe = dataclasses.replace(recipe, response_length=response_mean)
+    given = dict(lengths or {})
+    recipe = dataclasses.replace(
+        Recipe.of(cfg),
+        **({"response_length": given["response"]} if given.get("response") else {}),
+        **({"prompt_length": given["prompt"]} if given.get("prompt") else {}),
+        **({"longest_response": given["longest"]} if given.get("longest") else {}),
+        lengths_from="the run's own log" if given else None,
+    )
     t = step_time(m, lo, s, estimate_layout(m, lo, s), Rates.of(cfg.hardware), UNIT, recipe)
     terms = {p: ab for p, ab in t.terms.items() if ab != (0.0, 0.0)}
     kept = {p: float(v) for p, v in measured.items() if p in terms}
-    return Row(name, terms, kept, frozenset(kept), name, str(cfg.hardware.get("name", "")), device_of(cfg))
+    own = {p: v for p, v in (spread or {}).items() if p in kept}
+    hardware = str(cfg.hardware.get("name", ""))
+    return Row(
+        name, terms, kept, frozenset(kept), name, hardware, device_of(cfg), model_bytes=model_bytes(m),
+        lengths={k: int(v) for k, v in given.items() if v}, spread=own,
+    )  # fmt: skip
 
 
 def fit_lines(cal: Calibration, rows: Sequence[Row], fallback: Mapping[str, float] | None = None) -> list[str]:
@@ -457,7 +547,26 @@ def read_file(path: str, device: str | None = None) -> Calibration:
         band[phase] = _ratio_pair(value, f"{where}: band.{phase}")
     runs = node.get("runs")
     count = len(runs) if isinstance(runs, list) else 0
-    return Calibration(efficiency=eff, band=band, source=str(path), rows=count, device=kind)
+    lengths = node.get("lengths")
+    if lengths is not None:
+        if not isinstance(lengths, dict) or not all(k in LENGTHS and _positive(v) for k, v in lengths.items()):
+            raise InputError("plan.calibration", f"{where}: lengths must map {', '.join(LENGTHS)} to token counts > 0")
+        lengths = {k: int(v) for k, v in lengths.items()} if lengths.get("response") else None
+    support, shipped_support = node.get("support"), dict(shipped(kind).support)
+    if isinstance(support, dict):
+        for name, ids in support.items():
+            if name not in CONSTANTS or not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                raise InputError("plan.calibration", f"{where}: support.{name}: expected a list of run names")
+            shipped_support[name] = tuple(ids)
+    raw = node.get("sync_bytes")
+    sync = _ratio_pair(raw, f"{where}: sync_bytes") if raw is not None else shipped(kind).sync_bytes
+    return Calibration(
+        efficiency=eff, band=band, source=str(path), rows=count, device=kind, lengths=lengths,
+        support=shipped_support, sync_bytes=sync,
+    )  # fmt: skip
+
+
+LENGTHS = ("prompt", "response", "longest")
 
 
 def as_yaml(cal: Calibration, runs: list[str]) -> str:
@@ -466,12 +575,18 @@ def as_yaml(cal: Calibration, runs: list[str]) -> str:
         "efficiency": {k: round(v, 6) for k, v in cal.efficiency.items()},
         "band": {k: [round(lo, 4), round(hi, 4)] for k, (lo, hi) in cal.band.items()},
         "runs": runs,
+        "support": {k: list(v) for k, v in cal.support.items()},
     }
+    if cal.lengths:
+        node["lengths"] = dict(cal.lengths)
+    if cal.sync_bytes:
+        node["sync_bytes"] = [float(cal.sync_bytes[0]), float(cal.sync_bytes[1])]
     head = (
         "# Written by verl-qwen35 calibrate: the step-time model's efficiencies fitted to these runs' timings,\n"
         "# each phase's band the 10th-90th percentile of their leave-one-out error (the shipped values of their\n"
         "# device kind where the runs measure too little). Use it with plan.calibration=<this file> (the dry run,\n"
-        f"# verl-qwen35 plan and report) for configs of device={cal.device} only.\n"
+        f"# verl-qwen35 plan and report) for configs of device={cal.device} only. `lengths`: the mean prompt, mean\n"
+        "# and longest response the runs logged; predictions are made at them unless plan.response_length is set.\n"
     )
     return head + yaml.safe_dump({"calibration": node}, sort_keys=False)
 

@@ -330,6 +330,7 @@ class Settings:
     update_entropy: bool = False  # the loss takes entropy: entropy_coeff != 0 or actor.calculate_entropy
     hccl_buffer_gib: float = 0.0  # per device on Ascend: HCCL's communicator buffers (from env HCCL_BUFFSIZE)
     response_cap: int | None = None  # the longest response where response_length is an expected mean
+    response_longest: int | None = None  # the longest response a run logged (verl's response_length/max)
 
     @property
     def sequence_length(self) -> int:

@@ -19,13 +19,18 @@ about 8 of 10 of them; `scripts/calibrate.py` prints how many).
   `override_transformer_config.overlap_moe_expert_parallel_comm` and the gradient reduce-scatter with
   `override_ddp_config.overlap_grad_reduce` hidden behind compute but for the first micro-batch / last bucket;
   verl's param/optimizer offload;
-- **update_weights**: every full tensor gathered over TP/EP/PP and copied into vLLM.
+- **update_weights**: every full tensor gathered over TP/EP/PP (the links those groups cross, not fitted) and
+  copied into vLLM (fitted); a model larger than the runs that fit it is said to be an extrapolation.
 
 Response lengths: the prediction assumes every response at `data.max_response_length` unless
-`plan.response_length` gives the expected mean (what verl logs as `response_length/mean`); then lengths spread
-evenly around that mean up to the maximum, and the rollout waits for its longest (`response_spread`).
+`plan.response_length` gives the expected mean (what verl logs as `response_length/mean`), or the calibration in
+force (`plan.calibration`) was fitted on runs that logged their lengths: then it predicts at those (prompt mean,
+response mean and longest), as the efficiencies were fitted at them, and says so. Lengths spread evenly around the
+mean up to twice it (or the maximum); a logged longest response beyond that runs alone to its end (a few long
+responses, `response_spread`), and the rollout waits for it.
 Not modelled: load imbalance of MoE routing, stragglers, Ray and data-loading time, reward, validation and
-checkpoint steps, vision tokens.
+checkpoint steps, vision tokens, a fixed cost per training pass (no published run measures one: `caveats` says
+where a pass is short enough for it to matter).
 """
 
 import dataclasses
@@ -56,6 +61,13 @@ GDN_CHUNK = 64
 # every published row the fit uses runs >= 2k tokens and >= 2k wide, so it cannot fit these).
 GEMM_HALF_TOKENS = 256
 GEMM_HALF_WIDTH = 256
+# An assumption: a training pass predicted under this many seconds is one where a fixed per-pass cost (verl's
+# data dispatch to the workers, offload and reload, per-micro-batch launches), which no published run measures
+# apart, can be a large share: the prediction says so.
+SHORT_PASS_S = 10.0
+# A weight sync of a model more than this many times larger than the largest run its efficiency was fitted on is
+# an extrapolation, and said to be one.
+SYNC_EXTRAPOLATION = 2.0
 
 
 @dataclass(frozen=True)
@@ -124,26 +136,55 @@ class Recipe:
     overlap_ep: bool = False  # megatron override_transformer_config.overlap_moe_expert_parallel_comm
     overlap_grad_reduce: bool = False  # megatron override_ddp_config.overlap_grad_reduce (verl's default: False)
     response_length: int | None = None  # the expected mean (`plan.response_length`); None: the configured maximum
+    prompt_length: int | None = None  # the mean prompt a calibration's runs logged; None: data.max_prompt_length
+    longest_response: int | None = None  # the longest response a calibration's runs logged (response_length/max)
+    lengths_from: str | None = None  # who chose the lengths: "plan.response_length" or the calibration file
 
     @classmethod
     def of(cls, cfg: Any) -> "Recipe":
+        """The recipe of a config, with `plan.response_length` when the user sets it, else no lengths (every
+        response at data.max_response_length); `at(calibration)` then gives the lengths a calibration was fitted at
+        (the caller reads the calibration in force: model/calibration.py builds on this module)."""
         actor = cfg.actor_rollout_ref.actor
         epochs = actor.get("ppo_epochs")
         megatron = actor.get("megatron") or {}
         plan = cfg.get("plan") or {}
         mean = plan.get("response_length") if isinstance(plan, Mapping) else None
-        return cls(
+        recipe = cls(
             ppo_epochs=epochs if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0 else 1,
             overlap_ep=_flag(megatron, "override_transformer_config", "overlap_moe_expert_parallel_comm"),
             overlap_grad_reduce=_flag(megatron, "override_ddp_config", "overlap_grad_reduce"),
-            response_length=mean if isinstance(mean, int) and not isinstance(mean, bool) and mean > 0 else None,
+        )
+        if isinstance(mean, int) and not isinstance(mean, bool) and mean > 0:
+            return dataclasses.replace(recipe, response_length=mean, lengths_from="plan.response_length")
+        return recipe
+
+    def at(self, cal: "Calibration") -> "Recipe":
+        """This recipe at the lengths `cal` was fitted at (a user's calibration whose runs logged them), unless the
+        user set plan.response_length."""
+        lengths = cal.lengths or {}
+        if not lengths.get("response") or self.lengths_from == "plan.response_length":
+            return self
+        return dataclasses.replace(
+            self,
+            response_length=lengths["response"],
+            prompt_length=lengths.get("prompt"),
+            longest_response=lengths.get("longest"),
+            lengths_from=f"calibration {cal.source}",
         )
 
     def timed(self, s: Settings) -> Settings:
-        """The settings the time model runs on: responses at the expected mean when one is given."""
-        if self.response_length is None or self.response_length >= s.response_length:
-            return s
-        return dataclasses.replace(s, response_length=self.response_length, response_cap=s.response_length)
+        """The settings the time model runs on: responses at the expected mean when one is given, prompts at the
+        logged mean and the logged longest response when a calibration gives them (never past the configured
+        maxima: the configured lengths bound what a run can do)."""
+        out = s
+        if self.prompt_length is not None and self.prompt_length < s.prompt_length:
+            out = dataclasses.replace(out, prompt_length=self.prompt_length)
+        if self.response_length is not None and self.response_length < s.response_length:
+            out = dataclasses.replace(out, response_length=self.response_length, response_cap=s.response_length)
+        if self.longest_response is not None and out.response_length < self.longest_response <= s.response_length:
+            out = dataclasses.replace(out, response_longest=self.longest_response)
+        return out
 
 
 @dataclass(frozen=True)
@@ -157,6 +198,14 @@ class Calibration:
     rows: int  # measurements (shipped rows or the user's runs) it rests on
     device: str = "gpu"  # the device kind it predicts (`trainer.device`: gpu or npu), fitted per kind
     device_rows: int | None = None  # of `rows`, those measured on `device` (None: all)
+    # The mean prompt, mean and longest response (tokens) its runs logged: predictions are made at them unless
+    # plan.response_length says otherwise (None: fitted on published rows, no lengths to carry).
+    lengths: Mapping[str, int] | None = None
+    # Per constant, the runs of `device` whose measurements fit it (their ids); a constant absent was not fitted on
+    # this device kind's runs (model/calibration.py says whence it came).
+    support: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # The smallest and largest model (bf16 bytes of every parameter) of the runs that fit `update_weights`.
+    sync_bytes: tuple[float, float] | None = None
 
     def describe(self) -> str:
         own = self.rows if self.device_rows is None else self.device_rows
@@ -179,6 +228,10 @@ class StepTime:
     response_length: int  # the response length the prediction assumes
     response_is_mean: bool  # True: plan.response_length (expected mean); False: data.max_response_length
     longest_response: int  # the longest response the rollout waits for (response_range)
+    prompt_length: int = 0  # the prompt length it assumes
+    lengths_from: str | None = None  # plan.response_length, or the calibration whose runs logged the lengths
+    model_bytes: float = 0.0  # bf16 bytes of every parameter: the weight sync's size
+    sync_floor: float = 0.0  # the weight sync's seconds over the links alone (its `b`): the fastest it can be
 
     @functools.cached_property
     def phases(self) -> dict[str, float]:
@@ -193,11 +246,41 @@ class StepTime:
 
     @property
     def low(self) -> float:
-        return sum(v * self.calibration.band[p][0] for p, v in self.phases.items())
+        return sum(v * self.band(p)[0] for p, v in self.phases.items())
+
+    def band(self, phase: str) -> tuple[float, float]:
+        return phase_band(self.calibration, phase, self.phases[phase], self.sync_floor, self.model_bytes)
+
+    def _sync_extrapolated(self) -> bool:
+        return sync_extrapolated(self.calibration, self.model_bytes)
+
+    def caveats(self) -> list[str]:
+        """What this prediction rests on least, said where it bites (none: it rests on what it was fitted on)."""
+        cal, out = self.calibration, []
+        if self._sync_extrapolated() and cal.sync_bytes is not None:
+            lo, hi = cal.sync_bytes
+            out.append(
+                f"weight sync of a {self.model_bytes / GB:.0f} GB model is not calibrated (fitted on runs of "
+                f"{lo / GB:.0f}-{hi / GB:.0f} GB): its {self.phases['update_weights']:.0f} s is an extrapolation, "
+                f"x{self.band('update_weights')[0]:.2f}-x{self.band('update_weights')[1]:.1f} (down to the "
+                f"{self.sync_floor:.0f} s its gathers take over the links)"
+            )
+        short = [p for p in ("old_log_prob", "ref", "update_actor") if 0 < self.phases[p] < SHORT_PASS_S]
+        if short:
+            listed = ", ".join(f"{p} {self.phases[p]:.1f} s" for p in short)
+            out.append(
+                f"{listed}: no fixed per-pass cost is modelled (no published run measures one), so a pass this short "
+                "is likely slower than predicted"
+            )
+        for constant, phases in (("log_prob", ("old_log_prob", "ref")), ("update", ("update_actor",))):
+            runs = cal.support.get(constant, ())
+            if len(runs) == 1 and any(self.phases[p] > 0 for p in phases):
+                out.append(f"{cal.device} {'/'.join(phases)} efficiency rests on one run ({runs[0]})")
+        return out
 
     @property
     def high(self) -> float:
-        return sum(v * self.calibration.band[p][1] for p, v in self.phases.items())
+        return sum(v * self.band(p)[1] for p, v in self.phases.items())
 
     @property
     def tokens_per_second_per_device(self) -> float:
@@ -215,15 +298,24 @@ class StepTime:
         return out
 
     def assumption(self) -> str:
-        if self.response_is_mean:
-            return (
+        """The lengths it assumes and who chose them, then its caveats."""
+        if self.lengths_from and self.lengths_from != "plan.response_length":
+            text = (
+                f"prompts of {self.prompt_length} and responses of {self.response_length} tokens on average, the "
+                f"longest {self.longest_response}, as the runs of {self.lengths_from} logged them "
+                "(plan.response_length=N predicts at another mean)"
+            )
+        elif self.response_is_mean:
+            text = (
                 f"responses of {self.response_length} tokens on average (plan.response_length), "
                 f"the longest {self.longest_response}"
             )
-        return (
-            f"every response at data.max_response_length={self.response_length} "
-            "(set plan.response_length=N, the expected mean)"
-        )
+        else:
+            text = (
+                f"every response at data.max_response_length={self.response_length} "
+                "(set plan.response_length=N, the expected mean)"
+            )
+        return "; ".join([text, *self.caveats()])
 
     def as_dict(self, steps: int | None = None) -> dict[str, Any]:
         hours = (
@@ -241,6 +333,9 @@ class StepTime:
             "response_length": self.response_length,
             "response_length_is_mean": self.response_is_mean,
             "longest_response": self.longest_response,
+            "prompt_length": self.prompt_length,
+            "lengths_from": self.lengths_from,
+            "caveats": self.caveats(),
             "calibration": self.calibration.source,
             "calibration_rows": self.calibration.rows,
             "calibration_device": self.calibration.device,
@@ -252,6 +347,23 @@ class StepTime:
             "device_hours_low": None if hours is None else hours[1],
             "device_hours_high": None if hours is None else hours[2],
         }
+
+
+def sync_extrapolated(cal: Calibration, model_bytes: float) -> bool:
+    """Whether a model of `model_bytes` is more than SYNC_EXTRAPOLATION x the largest run `cal`'s sync was fitted on."""
+    return cal.sync_bytes is not None and model_bytes > SYNC_EXTRAPOLATION * cal.sync_bytes[1]
+
+
+def phase_band(
+    cal: Calibration, phase: str, seconds: float, sync_floor: float, model_bytes: float
+) -> tuple[float, float]:
+    """A phase's band (measured / predicted); a weight sync extrapolated past the runs that fit it reaches down to
+    the links alone (its `b`, `sync_floor`): nothing measured says how little of the fitted part a larger model
+    pays, only that it cannot pay less than the gathers."""
+    low, high = cal.band[phase]
+    if phase == "update_weights" and seconds > 0 and sync_extrapolated(cal, model_bytes):
+        low = min(low, sync_floor / seconds)
+    return low, high
 
 
 def _round(x: float) -> str:
@@ -437,11 +549,16 @@ def response_spread(mean: int, longest: int | None) -> tuple[float, float]:
 
 def response_range(s: Settings) -> tuple[int, float, float]:
     """The mean, shortest and longest response of the rollout `s` times (`response_spread`), all within what
-    vLLM's max_model_len leaves after the prompt."""
+    vLLM's max_model_len leaves after the prompt; the longest is the logged one where a run logged it (a few
+    responses past the even spread, `rollout_terms`)."""
     response = min(s.response_length, max(1, s.rollout_length - s.prompt_length))
     room = None if s.max_model_len is None else s.max_model_len - s.prompt_length
     cap = s.response_cap if room is None else min(s.response_cap or response, room)
-    return (response, *response_spread(response, cap))
+    shortest, longest = response_spread(response, cap)
+    if s.response_longest is not None:
+        logged = float(s.response_longest if room is None else min(s.response_longest, room))
+        longest = max(longest, logged) if logged > response else longest
+    return response, shortest, longest
 
 
 def rollout_terms(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, rates: Rates) -> Terms:
@@ -453,7 +570,9 @@ def rollout_terms(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, rat
     soon as a running one ends (continuous batching), so the slots stay full while sequences wait; the last of
     them then run down to the longest response, fewer and fewer at a time (`response_spread`: lengths even from
     the shortest to the longest, the running count falling linearly, taken at its mean). A step waits for its
-    longest response: with an expected mean below the maximum that tail costs iterations at small batches."""
+    longest response: with an expected mean below the maximum that tail costs iterations at small batches. A logged
+    longest response past the even spread (twice the mean) is a few responses running alone to it: iterations of
+    one sequence, bound by reading the weights."""
     groups = max(1, lo.world // lo.gen_tp)
     sequences = s.step_sequences / groups
     prompt = s.prompt_length
@@ -490,10 +609,12 @@ def rollout_terms(m: ModelFacts, lo: Layout, s: Settings, e: MemoryEstimate, rat
         return max(memory, compute), comm
 
     last = min(sequences, batch)  # the sequences that run to the end together
+    even = min(longest, 2.0 * response) if longest > response else longest  # where the even spread ends
     stretches = (  # (iterations, sequences running): slots full while others wait, then the last ones' run-down
         (max(0.0, sequences - batch) * response / batch, batch),
         (shortest, last),
-        (longest - shortest, last / 2),
+        (even - shortest, last / 2),
+        (longest - even, 1.0),  # a logged longest past the even spread: one response at a time
     )
     costs = [(n, iteration(running)) for n, running in stretches if n > 0]
     return prefill + sum(n * c[0] for n, c in costs), sum(n * c[1] for n, c in costs)
@@ -507,12 +628,26 @@ def gdn_state_seconds(m: ModelFacts, lo: Layout, tokens: float, rates: Rates) ->
     return m.gdn_layers / lo.pp * tokens / GDN_CHUNK * state / (rates.hbm_gbps * GB)
 
 
+def model_bytes(m: ModelFacts) -> float:
+    """bf16 bytes of every parameter: what one weight sync moves to each device."""
+    return BF16 * (m.params_total + m.mtp_extra)
+
+
 def weight_sync_terms(m: ModelFacts, lo: Layout, rates: Rates) -> Terms:
     """`update_weights`: verl streams every full bf16 tensor (gathered over TP/EP/PP from Megatron) through
     buckets to each colocated vLLM worker, which keeps its shard: every device handles the whole model once.
-    `a`: that model's bytes at HBM speed (the `update_weights` efficiency absorbs the gathers, the bucket copies
-    and the per-tensor overhead, which one published row measures); no `b`."""
-    return BF16 * (m.params_total + m.mtp_extra) / (rates.hbm_gbps * GB), 0.0
+    `a`: that model's bytes at HBM speed (the `update_weights` efficiency absorbs the bucket copies and the
+    per-tensor overhead, which the published rows measure). `b`: the gathers over the links their groups cross
+    (megatron-core rank order tp-cp-ep-dp-pp): each device receives the other pipeline stages' parameters
+    (broadcast over PP), the other expert ranks' experts of its stage (EP) and the other TP ranks' shards, each
+    byte once over its group's slowest link; not fitted (the rates of conf/hardware)."""
+    total = model_bytes(m)
+    experts = BF16 * m.num_layers * m.experts * m.expert
+    stage, stage_experts = total / lo.pp, experts / lo.pp
+    pp = ring_seconds(total - stage, lo.pp, lo.world // lo.pp, lo, rates)
+    ep = ring_seconds(stage_experts * (lo.ep - 1) / lo.ep, lo.ep, lo.tp * lo.cp, lo, rates)
+    tp = ring_seconds((stage - stage_experts) * (lo.tp - 1) / lo.tp, lo.tp, 1, lo, rates)
+    return total / (rates.hbm_gbps * GB), pp + ep + tp
 
 
 def offload_seconds(e: MemoryEstimate, s: Settings) -> float:
@@ -610,9 +745,11 @@ def combine(
     lo: Layout,
     cal: Calibration,
     recipe: Recipe,
+    facts: ModelFacts | None = None,
 ) -> StepTime:
     """A step from its rollout's and its training layout's terms (the planner computes each once); verl's
-    offload (load before, offload after the actor's passes) counts in `update_actor`."""
+    offload (load before, offload after the actor's passes) counts in `update_actor`. `facts`: the model, for the
+    weight sync's size (without them no extrapolation of the sync is said)."""
     terms, comm = training
     a, b = terms["update_actor"]
     ordered = {"gen": rollout, **terms, "update_actor": (a, b + offload)}
@@ -625,6 +762,10 @@ def combine(
         response_length=s.response_length,
         response_is_mean=recipe.response_length is not None and recipe.response_length == s.response_length,
         longest_response=round(response_range(s)[2]),
+        prompt_length=s.prompt_length,
+        lengths_from=recipe.lengths_from if s.response_length == recipe.response_length else None,
+        model_bytes=0.0 if facts is None else model_bytes(facts),
+        sync_floor=terms["update_weights"][1],
     )
 
 
@@ -641,6 +782,5 @@ def step_time(
     """One GRPO step of this layout under calibration `cal`; `e`: the memory estimate (at the configured lengths)."""
     timed = recipe.timed(s)
     rollout = rollout_terms(m, lo, timed, e, rates)
-    return combine(
-        rollout, training_terms(m, lo, timed, rates, recipe, split), offload_seconds(e, s), timed, lo, cal, recipe
-    )
+    training = training_terms(m, lo, timed, rates, recipe, split)
+    return combine(rollout, training, offload_seconds(e, s), timed, lo, cal, recipe, m)

@@ -319,7 +319,8 @@ class Model:
         """`run`: its facts and settings, read once when it was built (else read from `plain`)."""
         facts = run.facts if run is not None and run.facts is not None else ModelFacts.of(plain.model)
         settings = run.settings if run is not None and run.settings is not None else Settings.of(plain)
-        return cls(facts, settings, Rates.of(plain.hardware), calibration_of(plain), Recipe.of(plain))
+        cal = calibration_of(plain)
+        return cls(facts, settings, Rates.of(plain.hardware), cal, Recipe.of(plain).at(cal))
 
     def settings_for(self, split: Split, settings: Settings | None = None) -> Settings:
         """The config's settings (or `settings`: smaller micro-batches) with this stage split."""
@@ -349,7 +350,7 @@ class Model:
         e = estimate_layout(self.facts, lo, s)
         timed = self.recipe.timed(s)
         rollout = gen if gen is not None else rollout_terms(self.facts, lo, timed, e, self.rates)
-        time = combine(rollout, train, offload_seconds(e, s), timed, lo, self.calibration, self.recipe)
+        time = combine(rollout, train, offload_seconds(e, s), timed, lo, self.calibration, self.recipe, self.facts)
         return Candidate(lo, split, e, warnings, time, actionable, batches=batches.changed(self.settings, s))
 
     def training(
@@ -587,7 +588,9 @@ def dry_run_problems(resolved: DictConfig) -> list[Problem]:
 def verify(
     cfg: DictConfig | Run, lo: Layout, split: Split | None = None, changed: tuple[tuple[str, int], ...] = ()
 ) -> list[Problem]:
-    """The dry run's findings on this layout (missing local files are warnings, as in a dry run)."""
+    """The dry run's findings on this layout (missing local files are warnings, as in a dry run), with the known
+    upstream issues it would meet (the shipped table and the shell's environment, as the dry run reads them; a
+    team's own table is read by the dry run of the printed command)."""
     return dry_run_problems(with_layout(cfg, lo, split, changed))
 
 

@@ -1,17 +1,26 @@
 """The plan a dry run prints: what would launch, on how many devices, split how."""
 
-from omegaconf import DictConfig
+from functools import cache
+
+from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.layout import layers_per_stage
+from verl_qwen35.checks.megatron_keys import mcore_in_use, planned_mcore
 from verl_qwen35.checks.memory import memory_lines
 from verl_qwen35.checks.rewrites import DEVICE_NAMES
 from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.checks.tracking import backends
+from verl_qwen35.checks.verl_target import verl_in_use
+from verl_qwen35.config.choices import options
 from verl_qwen35.config.tracking import MODE, PLACE
+from verl_qwen35.config.yaml_files import load_yaml
+from verl_qwen35.data.matrices import stack_ids
+from verl_qwen35.installed import conf_dir, installed_verl, installed_verl_version
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import InputError, MemoryEstimate
 from verl_qwen35.model.run import Run
 from verl_qwen35.planner.whole_run import predicted_step, whole_run_lines
+from verl_qwen35.verl_release import NEWEST, shown, standing
 
 
 def step_lines(cfg: DictConfig, steps: int | None = None, estimate: MemoryEstimate | None = None) -> list[str]:
@@ -38,6 +47,49 @@ def logs_line(cfg: DictConfig) -> str:
         place = f" {env[PLACE[name]]}" if name in PLACE and PLACE[name] in env else ""
         parts.append(f"{name}{mode}{place}")
     return f"logs       {' | '.join(parts) or 'none (trainer.logger is empty)'}"
+
+
+@cache
+def machines(device: str) -> tuple[str, ...]:
+    """The shipped machines of a device (conf/hardware/NAME.yaml with `device: <device>`)."""
+    found = []
+    for name in options("hardware"):
+        data = load_yaml(conf_dir() / "hardware" / f"{name}.yaml")
+        if isinstance(data, dict) and data.get("device") == device:
+            found.append(name)
+    return tuple(found)
+
+
+def judged_line(cfg: DictConfig, choices: dict[str, str], device: str) -> str:
+    """The first line of a plan: the verl the rules judged for and the machine the plan assumes, each with the
+    key that changes it (a preset's machine is its upstream script's, e.g. H20 for the 122B GPU script)."""
+    verl = verl_in_use(cfg)
+    newer = standing(verl.version).newer if verl.planned else installed_verl().newer
+    unverified = f"newer than {shown(NEWEST)}, its rules not verified; " if newer else ""
+    schema = f"verl_schema={installed_verl().schema}"
+    if verl.planned:
+        files = f"composed from the installed verl {installed_verl_version()}'s files, {schema}"
+        said = f"verl {verl.version} (plan.verl, {unverified}{files})"
+    else:
+        said = f"verl {verl.version} (installed, {unverified}{schema}; plan.verl=X.Y.Z judges for the cluster's)"
+    _, mcore = mcore_in_use(planned_mcore(cfg)[0])
+    stack = choices.get("npu_stack")
+    if stack and stack != "mindspeed" and device == "npu":
+        mcore = f"{mcore} npu_stack={stack}"
+    said += f", megatron-core {mcore}"
+    stack_id = OmegaConf.select(cfg, "plan.stack", default=None)
+    if stack_id in stack_ids():
+        said = f"stack {stack_id} ({stack_ids()[stack_id][1]['name']}, plan.stack): {said}"
+    hw, chosen = cfg.hardware, choices.get("hardware", "?")
+    if chosen.startswith("tested_on/"):
+        whose = "the machine the upstream script ran on" if chosen.count("_") else "this device's default machine"
+        mine = "|".join(machines(device)) or "NAME"
+        why = f"hardware={chosen}: {whose}; plan for yours with hardware={mine} or hardware.device_memory_gib=N"
+    else:
+        why = f"hardware={chosen}"
+    return (
+        f"judged     for {said} on {hw.get('name', '?')} x {cfg.trainer.nnodes * cfg.trainer.n_gpus_per_node} ({why})"
+    )
 
 
 def hardware_line(hw: DictConfig) -> str:
@@ -74,6 +126,7 @@ def plan_lines(run: Run) -> list[str]:
     rollout = cfg.actor_rollout_ref.rollout
     layout = f"tp={lo.tp} pp={lo.pp} cp={lo.cp} ep={lo.ep} etp={lo.etp} vpp={lo.vpp}"
     return [
+        judged_line(cfg, choices, run.device),
         f"model      {m.name} ({choices.get('model', '?')}), weights {cfg.actor_rollout_ref.model.path}",
         f"device     {DEVICE_NAMES[run.device]} ({choices.get('device', '?')}), preset {choices.get('parallel', '?')}",
         hardware_line(cfg.hardware),
@@ -90,5 +143,4 @@ def plan_lines(run: Run) -> list[str]:
         f"checkpoint {cfg.trainer.default_local_dir}",
         logs_line(cfg),
         f"outputs    {output_dir or '(not a Hydra run)'}",
-        f"verl       schema {choices.get('verl_schema', '?')}",
     ]

@@ -65,7 +65,8 @@ def predicted_step(cfg: DictConfig, estimate: MemoryEstimate | None = None) -> S
     lo = Layout.of(cfg)
     if undivided := undivided_groups(lo):
         raise undivided
-    return step_time(m, lo, s, estimate or estimate_layout(m, lo, s), rates, calibration_of(cfg), Recipe.of(cfg))
+    cal = calibration_of(cfg)
+    return step_time(m, lo, s, estimate or estimate_layout(m, lo, s), rates, cal, Recipe.of(cfg).at(cal))
 
 
 def undivided_groups(lo: Layout) -> InputError | None:

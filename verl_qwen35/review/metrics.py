@@ -44,6 +44,10 @@ class Metrics:
     warm_up: set[int] = field(default_factory=set)
     sources: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Where each step's values were read (`metrics.jsonl line 12`), and the metric names a step logged as
+    # something that is not a finite number (NaN, Infinity, a string): left out of `steps`, named by calibrate.
+    origin: dict[int, str] = field(default_factory=dict)
+    not_finite: dict[int, dict[str, str]] = field(default_factory=dict)
 
     def merge(self, step: int, data: dict[str, float], override: bool = True) -> None:
         held = self.steps.setdefault(step, {})
@@ -74,8 +78,8 @@ def _number(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _record(line: bytes) -> tuple[int, dict[str, float]] | None:
-    """(step, numbers) of one FileLogger line, or None when it is not one."""
+def _record(line: bytes) -> tuple[int, dict[str, float], dict[str, str]] | None:
+    """(step, numbers, the rest as text) of one FileLogger line, or None when it is not one."""
     try:
         record = json.loads(line)
     except (ValueError, RecursionError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
@@ -86,7 +90,8 @@ def _record(line: bytes) -> tuple[int, dict[str, float]] | None:
     if isinstance(step, bool) or not isinstance(step, int):
         return None
     numbers = {str(k): n for k, v in record["data"].items() if (n := _number(v)) is not None}
-    return step, numbers
+    rest = {str(k): repr(v)[:40] for k, v in record["data"].items() if str(k) not in numbers}
+    return step, numbers, rest
 
 
 def _lines(handle: BinaryIO) -> Iterator[tuple[int, bytes | None, bool]]:
@@ -126,9 +131,12 @@ def read_file_logger(path: Path, into: Metrics) -> None:
                     else:
                         half_written = True  # only the last line can lack its newline
                     continue
-                step, data = found
+                step, data, rest = found
                 records += 1
                 into.merge(step, data)
+                into.origin[step] = f"{path} line {number}"
+                if rest:
+                    into.not_finite.setdefault(step, {}).update(rest)
                 if first_training is None and TRAINING_KEY in data:
                     first_training = step
         except OSError as err:
@@ -182,6 +190,10 @@ def read_tensorboard(directory: Path, into: Metrics) -> None:
         for event in accumulator.Scalars(tag):
             if (value := _number(event.value)) is not None:
                 steps.setdefault(event.step, {})[tag] = value
+            elif event.step not in into.steps:
+                into.not_finite.setdefault(event.step, {})[tag] = repr(event.value)
+    for step in steps:
+        into.origin.setdefault(step, f"{directory} (tensorboard) step {step}")
     for step, data in steps.items():
         into.merge(step, data, override=False)
     if training := sorted(s for s, d in steps.items() if TRAINING_KEY in d):

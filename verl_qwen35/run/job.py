@@ -17,10 +17,12 @@ from verl_qwen35.checks.rewrites import startup_rewrites
 from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.checks.tracking import backends, swanlab_login_problems
 from verl_qwen35.checks.verl_settings import deprecation_notes
+from verl_qwen35.checks.verl_target import installed_verl_problems, planned_verl_problems, schema_problems, verl_in_use
 from verl_qwen35.checks.versions import rules_line
+from verl_qwen35.config.output_paths import writes_lines
 from verl_qwen35.config.secrets import redact
 from verl_qwen35.errors import UserError
-from verl_qwen35.installed import installed_verl_schema, missing_module_message
+from verl_qwen35.installed import missing_module_message
 from verl_qwen35.model.memory import InputError
 from verl_qwen35.model.run import Run
 from verl_qwen35.planner.summary import plan_lines
@@ -32,6 +34,7 @@ from verl_qwen35.run.resolved import MODES, UNDEFINED_AFTER_ERRORS, build_run, w
 from verl_qwen35.run.submit import SubmitError, run_dir_problems, submit, submitting
 from verl_qwen35.run.sweep import in_multirun, note_job_id, write_verdict
 from verl_qwen35.run.tracking_files import keep_file_history
+from verl_qwen35.terminal import say
 
 __all__ = ["MODES", "job_context", "launch_now", "run_job"]
 
@@ -54,21 +57,12 @@ def job_context() -> tuple[dict[str, str], str | None]:
 
 def problems(run: Run) -> list[Problem]:
     cfg, mode = run.config, run.mode
+    if wrong_schema := schema_problems(run.choices.get("verl_schema")):
+        return wrong_schema  # every other finding would be about keys the schema added or lacks
     found = preflight(cfg, machine_missing="warning" if mode == "dry" else "error", estimate=run.estimate)
     if not structure_problems(cfg):  # a missing section: nothing reads inside it
         found += config_problems(cfg, user_config_dirs(), os.environ)  # upstream bugs this config would meet
-    schema = run.choices.get("verl_schema")
-    if mode != "dry" and schema and schema != installed_verl_schema():
-        found.append(
-            Problem(
-                "error",
-                ("verl_schema",),
-                (
-                    f"verl_schema={schema} but the installed verl needs {installed_verl_schema()}: drop the "
-                    "override to launch (it is for composing another verl's config)"
-                ),
-            )
-        )
+    found += installed_verl_problems() + planned_verl_problems(cfg)
     # A submitted run gets the real validators and the machine checks on the cluster, in its relaunch.
     here = mode == "full" or (mode == "launch" and not submitting(cfg))
     if here:  # a config-only install stops here, naming the install that runs verl
@@ -157,18 +151,23 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
     errors = [p for p in found if p.level == "error"]
     report(found, output_dir, mode, *memory_or_none(run, bool(errors)), step_or_none(run, bool(errors)))
     if mode != "launch":
-        print(redact("\n".join(plan_or_why_not(run, bool(errors)))))
+        say(redact("\n".join(plan_or_why_not(run, bool(errors)))))
         if not errors:
             for name, value in from_shell(cfg).items():
-                print(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
+                say(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
+    if not errors:  # every place the run writes outside its run directory, whoever chose it (a preset too)
+        for line in writes_lines(cfg, output_dir):
+            say(redact(line))
     planned = planned_mcore(cfg)[0]  # plan.megatron_core, when given and usable
-    print(rules_line(run.device, planned), file=sys.stderr if errors else sys.stdout)  # what the rules assumed
+    say(
+        rules_line(run.device, planned, verl_in_use(cfg)), file=sys.stderr if errors else sys.stdout
+    )  # what the rules assumed
     for note in deprecation_notes(cfg) + startup_rewrites(cfg)[0]:
-        print(redact(f"note       {note}"), file=sys.stderr if errors else sys.stdout)
+        say(redact(f"note       {note}"), file=sys.stderr if errors else sys.stdout)
     if errors:
         return refused(len(errors))
     if mode != "launch":
-        print(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
+        say(f"verdict    OK ({len(found)} warning(s)): dry run, nothing launched")
     if submitting(cfg):  # Hydra always gives a run its output dir; the cwd only outside Hydra
         submit_run(cfg, str(run_dir_of(output_dir)), choices.get("verl_schema"), dry=mode != "launch")
         return True
@@ -176,7 +175,7 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
         return True
     if output_dir:
         write_launch_file(cfg, output_dir, choices.get("verl_schema"))
-        print(f"relaunch   verl-qwen35 relaunch {output_dir}", file=sys.stderr)
+        say(f"relaunch   verl-qwen35 relaunch {output_dir}", file=sys.stderr)
     launch_now(cfg)
     return True
 
@@ -188,7 +187,7 @@ def submit_run(cfg: DictConfig, output_dir: str, schema: str | None, dry: bool) 
     except SubmitError as err:
         if in_multirun():  # the sweep records the reason as this job's verdict and goes on
             raise UserError(f"[submit] {err}") from None
-        print(f"ERROR   [submit] {err}", file=sys.stderr)
+        say(f"ERROR   [submit] {err}", file=sys.stderr)
         raise LaunchRefused(2) from None
     if job_id:
         note_job_id(output_dir, job_id)
@@ -206,11 +205,11 @@ def report(
     if output_dir:
         write_verdict(output_dir, mode, found, memory=memory, headroom=headroom, step=step)
     for problem in found:
-        print(redact(str(problem)), file=sys.stderr)
+        say(redact(str(problem)), file=sys.stderr)
 
 
 def refused(errors: int) -> bool:
-    print(f"verdict    REFUSED: {errors} error(s), nothing launched", file=sys.stderr)
+    say(f"verdict    REFUSED: {errors} error(s), nothing launched", file=sys.stderr)
     if not in_multirun():
         raise PreflightRefused(2)
     return False  # in a sweep the next job runs; SweepSummary reports and sets the exit code

@@ -19,6 +19,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from verl_qwen35.config.output_paths import writes_outside
 from verl_qwen35.config.schema import NODES
 from verl_qwen35.config.secrets import redact, shell_secrets
 from verl_qwen35.config.yaml_files import load_mapping
@@ -28,6 +29,7 @@ from verl_qwen35.installed import __version__, installed_verl_schema, installed_
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.private_files import write_private
 from verl_qwen35.shell import comment, quote
+from verl_qwen35.terminal import say
 
 LAUNCH_FILE = "launch.yaml"
 HEADER = "verl_qwen35"  # the metadata node; the config itself is under `config`
@@ -72,7 +74,9 @@ def literal(value: Any) -> Any:
     return value
 
 
-def record(cfg: DictConfig, schema: str, environ: dict[str, str] | None = None) -> dict[str, Any]:
+def record(
+    cfg: DictConfig, schema: str, environ: dict[str, str] | None = None, run_dir: str | Path | None = None
+) -> dict[str, Any]:
     """The launch record as plain data: metadata, then the resolved config with the env really used."""
     environ = dict(os.environ) if environ is None else environ
     used = effective_env(cfg, environ)
@@ -89,6 +93,8 @@ def record(cfg: DictConfig, schema: str, environ: dict[str, str] | None = None) 
         "checkpoint_dir": cfg.trainer.default_local_dir,
         "nnodes": cfg.trainer.nnodes,
         "env_used": used,
+        # Every place the run writes outside its run directory, by the key that chose it (a preset's too).
+        "writes_outside": writes_outside(cfg, run_dir),
         "secrets_not_recorded": not_recorded,
     }
     if not_recorded:
@@ -103,12 +109,12 @@ def write_launch_file(cfg: DictConfig, run_dir: str | Path, schema: str | None =
     """Write `<run_dir>/launch.yaml` for this resolved config; warn when checkpoints must be shared."""
     absolute_checkpoint_dir(cfg)
     path = Path(run_dir) / LAUNCH_FILE
-    data = record(cfg, schema or installed_verl_schema())
+    data = record(cfg, schema or installed_verl_schema(), run_dir=run_dir)
     # A comment line per line of the path: a line break in hydra.run.dir cannot end the comment.
     header = comment(f"Relaunch exactly this run: python -m verl_qwen35 relaunch {quote(Path(run_dir).absolute())}")
     write_private(path, redact(header + "\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)))
     if warning := shared_storage_warning(cfg):
-        print(warning, file=sys.stderr)
+        say(warning, file=sys.stderr)
     return path
 
 

@@ -22,6 +22,7 @@ from verl_qwen35.run.job import launch_now
 from verl_qwen35.run.launch_record import LAUNCH_FILE, digest, read_launch_file, shared_storage_warning
 from verl_qwen35.run.machine import launch_problems, runtime_problems
 from verl_qwen35.run.private_files import writable_by_others
+from verl_qwen35.terminal import say
 
 
 def _launch_file(target: Path) -> Path:
@@ -43,7 +44,7 @@ def trusted(path: Path, trust_shared: bool = False) -> None:
             f"functions, _target_s); check the file, then `chmod go-w {path} {path.absolute().parent}`, "
             "or relaunch with --trust-shared"
         )
-    print(f"WARNING relaunch: {said}; going on as asked (--trust-shared)", file=sys.stderr)
+    say(f"WARNING relaunch: {said}; going on as asked (--trust-shared)", file=sys.stderr)
 
 
 def pinned(path: Path, expected: str) -> None:
@@ -72,17 +73,17 @@ def relaunch(target: Path, trust_shared: bool = False, expected_digest: str | No
         ) from None
     errors = errors or [p for p in launch_problems(cfg) if p.level == "error"]
     for problem in errors:
-        print(problem, file=sys.stderr)
+        say(problem, file=sys.stderr)
     if errors:
         return 2
     for name, value in effective_env(cfg, {}).items():
         if name in os.environ and os.environ[name] != value and value:
-            print(f"relaunch: {name}: the recorded value is used, not this shell's", file=sys.stderr)
+            say(f"relaunch: {name}: the recorded value is used, not this shell's", file=sys.stderr)
     missing = [name for name in meta.get("secrets_not_recorded") or [] if name not in os.environ]
     if missing:
-        print(f"relaunch: not exported here (they were at launch): {', '.join(missing)}", file=sys.stderr)
+        say(f"relaunch: not exported here (they were at launch): {', '.join(missing)}", file=sys.stderr)
     if warning := shared_storage_warning(cfg):
-        print(warning, file=sys.stderr)
-    print(f"relaunch: resuming from {cfg.trainer.default_local_dir}", file=sys.stderr)
+        say(warning, file=sys.stderr)
+    say(f"relaunch: resuming from {cfg.trainer.default_local_dir}", file=sys.stderr)
     launch_now(cfg, use_shell_env=False)
     return 0

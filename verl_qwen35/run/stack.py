@@ -13,7 +13,7 @@ import platform
 import re
 import shutil
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError, requires, version
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from verl_qwen35.config.yaml_files import load_yaml
 from verl_qwen35.data import MATRIX_DIR
 from verl_qwen35.disk import read_bytes
 from verl_qwen35.errors import UserError
+from verl_qwen35.verl_release import NEWEST, release_of, shown, standing
 
 CANN_HOMES = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME")
 CANN_DEFAULT = Path("/usr/local/Ascend/ascend-toolkit/latest")
@@ -120,17 +121,80 @@ def cann_version() -> tuple[str | None, str]:
     return None, " or ".join(f"${k}" for k in CANN_HOMES) + f" or {CANN_DEFAULT}"
 
 
+def declared_by_verl(dist: str) -> str | None:
+    """What the installed verl declares for `dist` outside its extras (`transformers>=5.5.3,!=5.6.0,<5.11` for
+    verl 0.9.1; "" for a bare name), or None when verl is not installed or does not name it."""
+    from packaging.requirements import InvalidRequirement, Requirement  # only doctor and the launch check
+
+    try:
+        lines = requires("verl") or []
+    except PackageNotFoundError:
+        return None
+    for line in lines:
+        try:
+            found = Requirement(line)
+        except InvalidRequirement:
+            continue
+        unconditional = found.marker is None or found.marker.evaluate({"extra": ""})
+        if unconditional and found.name.lower() == dist.lower():
+            return str(found.specifier)
+    return None
+
+
+def requirement(c: dict[str, Any]) -> tuple[str, str]:
+    """(specifier, where it comes from): the installed verl's declaration for `declared_by: verl`, else `require`."""
+    if c.get("declared_by") == "verl":
+        declared = declared_by_verl(c["dist"])
+        if declared is not None:
+            return declared, f"verl {dist_version('verl')} declares {c['dist']}{declared or ' (any version)'}"
+    return c.get("require", ""), ""
+
+
+def install_hint(c: dict[str, Any], spec: str) -> str:
+    return c.get("install") or f"pip install '{c['dist']}{spec}'"
+
+
 def _package(c: dict[str, Any]) -> Verdict:
     found = dist_version(c["dist"])
-    required = c.get("require") or "any"
+    spec, declared = requirement(c)
+    required = spec or "any"
     if found is None or not importable(c["module"]):
         why = f"pip distribution {c['dist']} not installed" if found is None else f"{c['module']} not importable"
-        return Verdict(c["name"], "missing", required, False, why, c["source"])
-    ok = satisfies(found, c.get("require", ""))
-    note = "" if ok else f"needs {c['dist']}{c['require']}"
+        return Verdict(c["name"], "missing", required, False, f"{why}; install: {install_hint(c, spec)}", c["source"])
+    ok = satisfies(found, spec)
+    note = "" if ok else f"needs {c['dist']}{spec}{f' ({declared})' if declared else ''}: {install_hint(c, spec)}"
     if ok and c.get("recommend") and not satisfies(found, c["recommend"]):
         note = f"recommended: {c['dist']}{c['recommend']}"
     return Verdict(c["name"], found, required, ok, note, c["source"])
+
+
+def _verl(c: dict[str, Any], verdict: Verdict) -> Verdict:
+    """verl: a release newer than the newest known is fine, judged by its own config files (the note says so)."""
+    try:
+        judged = standing(verdict.installed)
+    except UserError as err:
+        return Verdict(c["name"], verdict.installed, verdict.required, False, f"{err}", c["source"])
+    if not judged.newer:
+        return verdict
+    note = f"newer than {shown(NEWEST)}: judged by its own config files, the rules of {shown(NEWEST)} not verified"
+    return Verdict(c["name"], verdict.installed, verdict.required, True, note, c["source"])
+
+
+def _pairs(c: dict[str, Any], verdict: Verdict) -> Verdict:
+    """A package that patches another of its own major.minor (MindSpeed core_r0.18.0 and megatron-core 0.18)."""
+    other = dist_version(c["pairs_with"])
+    if other is None or release_of(other)[:2] == release_of(verdict.installed)[:2]:
+        return verdict
+    theirs = ".".join(map(str, release_of(other)[:2]))
+    mine = ".".join(map(str, release_of(verdict.installed)[:2]))
+    note = (
+        f"{c['dist']} {verdict.installed} patches {c['pairs_with']} {mine}"
+        f", but {c['pairs_with']} {other} is installed: install {c['dist']} core_r{theirs}.0 (or {c['pairs_with']} "
+        f"of {c['dist']}'s number)"
+    )
+    return Verdict(
+        c["name"], verdict.installed, f"{verdict.required}, {c['pairs_with']} {theirs}.x", False, note, c["source"]
+    )
 
 
 def check(c: dict[str, Any]) -> Verdict:
@@ -151,10 +215,15 @@ def check(c: dict[str, Any]) -> Verdict:
     verdict = _package(c)
     if not verdict.ok:
         return verdict
+    if kind == "verl":
+        return _verl(c, verdict)
+    if kind == "pairs":
+        return _pairs(c, verdict)
     if kind == "torch":
         cuda = torch_cuda(c["module"])
         if cuda is None:
-            return Verdict(c["name"], verdict.installed, f"{verdict.required}, CUDA", False, "a build without CUDA")
+            note = f"a build without CUDA; install: {c.get('install') or 'a CUDA build of torch'}"
+            return Verdict(c["name"], verdict.installed, f"{verdict.required}, CUDA", False, note)
         return Verdict(c["name"], f"{verdict.installed} (CUDA {cuda})", verdict.required, True, verdict.note)
     if kind == "torch_npu":
         torch = dist_version("torch") or "missing"
@@ -198,7 +267,15 @@ def installed_version(name: str) -> str:
 
 
 def applies(c: dict[str, Any], verl: str | None) -> bool:
-    return not c.get("when_verl") or (verl is not None and satisfies(verl, c["when_verl"]))
+    """Whether a component is needed here: `when_verl` on the installed verl, `when` on each named package
+    (a package not installed meets no condition: the component then does not apply)."""
+    if c.get("when_verl") and not (verl is not None and satisfies(verl, c["when_verl"])):
+        return False
+    for dist, spec in (c.get("when") or {}).items():
+        found = dist_version(dist)
+        if found is None or not satisfies(found, spec):
+            return False
+    return True
 
 
 def stack_verdicts(device_or_matrix: str | Path) -> list[Verdict]:

@@ -45,6 +45,7 @@ from verl_qwen35.errors import UserError
 from verl_qwen35.run.stops import stop_point
 from verl_qwen35.run.sweep_dirs import check_job_dirs, check_sweep_dir
 from verl_qwen35.run.sweep_lock import SweepLock, lock_sweep_dir
+from verl_qwen35.terminal import say
 
 VERDICT = "verdict.json"
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"  # Hydra's hydra/sweeper=basic
@@ -203,7 +204,7 @@ def guarded_job(job: Callable[[], None], output_dir: str, mode: str) -> None:
 
 
 def _record_stop(output_dir: str, mode: str, status: str, reason: str) -> None:
-    print(f"job {HydraConfig.get().job.num} {status}: {reason}", file=sys.stderr)
+    say(f"job {HydraConfig.get().job.num} {status}: {reason}", file=sys.stderr)
     write_verdict(output_dir, mode, [Problem("error", (), reason)], status=status)
 
 
@@ -213,7 +214,7 @@ def refuse_unstarted(num: int, overrides: list[str], err: Exception) -> None:
     reason = explain(err)
     if reason is None:
         raise err
-    print(redact(f"job {num} refused: {reason}"), file=sys.stderr)
+    say(redact(f"job {num} refused: {reason}"), file=sys.stderr)
     if _ACTIVE is not None:
         _ACTIVE.unstarted[num] = {
             "job": num,
@@ -362,9 +363,9 @@ def write_summary(sweep: ActiveSweep) -> list[dict[str, Any]]:
     counts = {s: sum(r["status"] == s for r in rows) for s in statuses}
     told = "".join(f", {n} {s}" for s, n in counts.items() if n and s != "refused")
     valid = sum(r["status"] in VALID_STATUSES for r in rows)
-    print(f"\nsweep: {len(rows)} job(s), {valid} valid, {counts['refused']} refused{told}")
-    print(redact(table(rows)))
-    print(f"saved: {sweep.sweep_dir / 'summary.csv'} and summary.json")
+    say(f"\nsweep: {len(rows)} job(s), {valid} valid, {counts['refused']} refused{told}")
+    say(redact(table(rows)))
+    say(f"saved: {sweep.sweep_dir / 'summary.csv'} and summary.json")
     return rows
 
 
@@ -407,7 +408,7 @@ def interrupted(by: str = "Ctrl-C") -> None:
         summary = write_summary(sweep)
     finally:
         release()
-    print(f"sweep interrupted: {sum(r['status'] not in ('not run', 'interrupted') for r in summary)} job(s) finished")
+    say(f"sweep interrupted: {sum(r['status'] not in ('not run', 'interrupted') for r in summary)} job(s) finished")
 
 
 def release() -> None:

@@ -20,6 +20,7 @@ from typing import IO
 
 from verl_qwen35.disk import NotRegular, open_lock_file
 from verl_qwen35.errors import UserError
+from verl_qwen35.terminal import say
 
 LOCK_FILE = ".sweep.lock"
 HOLDER_MAX_BYTES = 4096  # the holder's line; a larger file is not ours
@@ -73,10 +74,10 @@ def lock_sweep_dir(sweep_dir: Path, sweep_id: str) -> SweepLock:
     except OSError as err:  # ENOLCK, ENOSYS, EINVAL: the filesystem has no locks
         file.close()
         note = f"WARNING sweep: {key} cannot be locked ({err.strerror}): a second sweep there is not kept out"
-        print(note, file=sys.stderr)
+        say(note, file=sys.stderr)
         return SweepLock(None)
     if stale := _holder(file, missing=""):
-        print(f"sweep: took over the lock of a sweep that ended without releasing it ({stale})", file=sys.stderr)
+        say(f"sweep: took over the lock of a sweep that ended without releasing it ({stale})", file=sys.stderr)
     file.seek(0)
     file.truncate(0)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

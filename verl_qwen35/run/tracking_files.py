@@ -11,6 +11,7 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from verl_qwen35.config.tracking import PLACE, kept_name, kept_number
+from verl_qwen35.terminal import say
 
 RUN_DIR_ENV = tuple(PLACE.values())  # the variables naming where a backend writes
 SQLITE = "sqlite:///"  # SQLAlchemy's URL: three slashes then a relative path, four for an absolute one
@@ -51,5 +52,5 @@ def keep_file_history(path: str | Path) -> Path | None:
     numbers = [k for p in path.parent.iterdir() if (k := kept_number(path, p)) is not None]
     kept = kept_name(path, max(numbers, default=0) + 1)
     path.rename(kept)
-    print(f"metrics    kept the previous {path.name} as {kept} (verl's file logger starts it anew)", file=sys.stderr)
+    say(f"metrics    kept the previous {path.name} as {kept} (verl's file logger starts it anew)", file=sys.stderr)
     return kept

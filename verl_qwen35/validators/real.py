@@ -28,6 +28,7 @@ from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.transformer import LAYOUT_FIELDS, mtp_layers_built
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.pipeline import FIRST, LAST, OTC, PP, VPP
+from verl_qwen35.terminal import say
 from verl_qwen35.validators.bridge import installed, mbridge_values, source_line
 from verl_qwen35.validators.rehearsal import rehearsal_problems
 from verl_qwen35.validators.rollout_server import real_rollout_problems
@@ -388,7 +389,7 @@ def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
     if not mtp_enabled:  # verl/utils/megatron_utils.py check_mtp_config
         otc["mtp_num_layers"] = None
     bridge = bridge_of(cfg)
-    print(f"bridge     {source_line(bridge, installed(bridge) and bridge.key == 'mbridge')}")
+    say(f"bridge     {source_line(bridge, installed(bridge) and bridge.key == 'mbridge')}")
     found = real_transformer_problems(
         otc,
         cfg.model,
@@ -402,10 +403,10 @@ def real_problems(cfg: DictConfig, device: str) -> list[Problem]:
     found += real_batch_problems(cfg, Layout.of(cfg), uses_reference(cfg))
     found += real_ddp_problems(cfg)
     if not found:
-        print("megatron   TransformerConfig and layer split (megatron-core's own), verl micro-batches: OK")
+        say("megatron   TransformerConfig and layer split (megatron-core's own), verl micro-batches: OK")
     verl_found = real_verl_problems(cfg) + real_type_problems(cfg) + real_name_problems(cfg)  # live registries
     if not verl_found:
-        print("verl       validate_config and actor/ref/rollout dataclasses: OK")
+        say("verl       validate_config and actor/ref/rollout dataclasses: OK")
         # verl's replica placement, vLLM where installed; the rehearsal builds dataclasses just accepted
         verl_found = real_rollout_problems(cfg, device) + rehearsal_problems(cfg)
     return found + verl_found

@@ -29,6 +29,7 @@ from verl_qwen35.checks.algorithm import advantage_inputs, gdpo_keys
 from verl_qwen35.checks.problem import Problem, error, warning
 from verl_qwen35.checks.schedule import OPTIM, Steps, train_rows, training_steps
 from verl_qwen35.checks.tracking import backends
+from verl_qwen35.terminal import say
 from verl_qwen35.validators.calling import quietly, said
 from verl_qwen35.validators.startup import startup_rehearsal
 from verl_qwen35.validators.trainer_init import trainer_init_problems
@@ -172,7 +173,7 @@ def loss_problems(cfg: DictConfig, advantages: Any, data: Any, shapes: tuple[Any
     from verl.workers.utils.losses import ppo_loss
 
     if OmegaConf.select(cfg, f"{ALGO}.rollout_correction.bypass_mode", default=False):
-        print("rehearsal  policy loss not rehearsed: rollout_correction.bypass_mode rewrites it at run time")
+        say("rehearsal  policy loss not rehearsed: rollout_correction.bypass_mode rewrites it at run time")
         return []
     actor = quietly(omega_conf_to_dataclass, cfg.actor_rollout_ref.actor)
     prompts, responses = shapes
@@ -270,9 +271,9 @@ def optimizer_rehearsal(cfg: DictConfig, steps: Steps) -> list[Problem]:
         if not _machine_matter(message):
             return [_optimizer_refusal(node, message)]
         # megatron-core asks transformer-engine's version after its config asserts: the rest is the cluster's
-        print("rehearsal  OptimizerConfig: its transformer-engine checks are left to the cluster (not installed here)")
+        say("rehearsal  OptimizerConfig: its transformer-engine checks are left to the cluster (not installed here)")
     if steps.optimizer is None and node.get("lr_decay_steps") is None:
-        print("rehearsal  LR schedule not built: the training data is not on this machine, so its steps are unknown")
+        say("rehearsal  LR schedule not built: the training data is not on this machine, so its steps are unknown")
         return []
     holder = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=optim.lr)
     try:
@@ -346,7 +347,7 @@ def rehearsal_problems(cfg: DictConfig) -> list[Problem]:
     notes = logger_notes(cfg)
     if not found:
         horizon = "" if steps.optimizer is None else f", {steps.optimizer} optimizer steps"
-        print(
+        say(
             f"rehearsal  {cfg.algorithm.adv_estimator} advantage (n={cfg.actor_rollout_ref.rollout.n}), "
             f"{OmegaConf.select(cfg, f'{ACTOR}.policy_loss.loss_mode', default='vanilla')} loss, "
             f"optimizer and LR schedule{horizon} (verl's and megatron-core's own): OK"

@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 from verl_qwen35.checks.layout import KEYS
 from verl_qwen35.checks.problem import Problem, error, warning
 from verl_qwen35.checks.vllm import ENGINE, engine_arguments, sampling_requests, verl_minor, vllm_in_use
+from verl_qwen35.terminal import say
 
 
 def real_replica_problems(cfg: DictConfig) -> list[Problem]:
@@ -98,12 +99,12 @@ def real_rollout_problems(cfg: DictConfig, device: str) -> list[Problem]:
         return found
     if importlib.util.find_spec("vllm") is None:
         shown = vllm_in_use(device).shown
-        print(f"vllm       not installed here: sampling and engine arguments judged by the fast rules for vLLM {shown}")
+        say(f"vllm       not installed here: sampling and engine arguments judged by the fast rules for vLLM {shown}")
         return found
     try:
         found += real_sampling_problems(cfg) + real_engine_problems(cfg)
     except ImportError as err:  # an installed vLLM that cannot load on this machine (driver, platform)
         return found + [warning(ENGINE, f"vLLM is installed but cannot be imported here ({err}); fast rules only")]
     if not found:
-        print("vllm       SamplingParams, serve arguments and scheduler/cache limits (vLLM's own): OK")
+        say("vllm       SamplingParams, serve arguments and scheduler/cache limits (vLLM's own): OK")
     return found

@@ -33,6 +33,7 @@ from verl_qwen35.checks.startup import (
     checkpoint_problems,
     reward_function_key,
 )
+from verl_qwen35.terminal import say
 from verl_qwen35.validators.calling import plain_copy, quietly, said
 
 
@@ -211,7 +212,7 @@ def startup_rehearsal(cfg: DictConfig) -> tuple[list[Problem], int | None]:
     found += agent_loop_problems(cfg, "error", registered_agent_loops())
     found += config_problems(cfg) + contents_problems(cfg)
     if not found:
-        print(
+        say(
             f"rehearsal  start-up: datasets, sampler and dataloaders{'' if total is None else f' ({total} steps)'}, "
             "reward function and manager, agent loops, critic/reward-model/checkpoint configs (verl's own): OK"
         )

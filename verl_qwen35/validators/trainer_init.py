@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.schedule import uses_v1_trainer
 from verl_qwen35.config.yaml_files import load_yaml
+from verl_qwen35.terminal import say
 from verl_qwen35.validators.calling import plain_copy, quietly, said
 
 TRACE = Path(__file__).resolve().parents[1] / "data" / "startup_trace.yaml"
@@ -212,7 +213,7 @@ def trainer_init_problems(cfg: DictConfig) -> list[Problem]:
     found += setup_problems(cfg) + correction_problems(cfg)
     if not found:
         trainer = f"{cfg.trainer.v1.trainer_mode} v1" if uses_v1_trainer(cfg) else "legacy"
-        print(
+        say(
             f"rehearsal  start-up: Ray runtime env, the {trainer} trainer built, checkpoint-engine/profiler "
             "configs, rollout correction (verl's own): OK"
         )

@@ -24,6 +24,7 @@ from verl_qwen35.run.launch_record import digest
 from verl_qwen35.run.private_files import write_private
 from verl_qwen35.run.stops import stoppable
 from verl_qwen35.run.submit.base import SubmitError, ray_device, relaunch_argv
+from verl_qwen35.terminal import say
 
 MANIFEST = "rayjob.yaml"
 GROUP, VERSION, PLURAL = "ray.io", "v1", "rayjobs"
@@ -190,10 +191,10 @@ def submit_kuberay(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file:
     path = run_dir / MANIFEST
     write_private(path, redact(yaml.safe_dump(body, sort_keys=False)))  # as launch.yaml: no shell secret in it
     name, namespace = body["metadata"]["name"], body["metadata"]["namespace"]
-    print(f"kuberay    {path} (RayJob {namespace}/{name}: {cfg.trainer.nnodes} worker pod(s); relaunches {run_dir})")
+    say(f"kuberay    {path} (RayJob {namespace}/{name}: {cfg.trainer.nnodes} worker pod(s); relaunches {run_dir})")
     if dry or not cfg.submit.apply:
         why = "dry run" if dry else "submit.apply=false"
-        print(f"kuberay    {why}, not submitted; to submit: kubectl apply -f {shell.quote(str(path))}")
+        say(f"kuberay    {why}, not submitted; to submit: kubectl apply -f {shell.quote(str(path))}")
         return None
     try:
         uid = create(body)
@@ -203,6 +204,6 @@ def submit_kuberay(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file:
             f"creating RayJob {namespace}/{name} failed ({reason}); check your kubeconfig, submit.namespace, "
             "that the KubeRay operator is installed, and submit.name (a RayJob of that name may exist)"
         ) from None
-    print(f"kuberay    submitted RayJob {namespace}/{name} ({uid})")
-    print(f"log        kubectl logs -n {namespace} -f -l job-name={name}")
+    say(f"kuberay    submitted RayJob {namespace}/{name} ({uid})")
+    say(f"log        kubectl logs -n {namespace} -f -l job-name={name}")
     return name

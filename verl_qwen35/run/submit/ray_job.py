@@ -17,6 +17,7 @@ from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import digest
 from verl_qwen35.run.stops import stoppable
 from verl_qwen35.run.submit.base import SubmitError, relaunch_argv
+from verl_qwen35.terminal import say
 
 
 def runtime_env(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
@@ -47,11 +48,11 @@ def submit_ray_job(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file:
 
     def announce(record: Path) -> str:
         command = entrypoint(cfg, digest(record))
-        print(f"ray_job    {address}: {command} (working_dir {run_dir}, {len(env['env_vars'])} env vars)")
+        say(f"ray_job    {address}: {command} (working_dir {run_dir}, {len(env['env_vars'])} env vars)")
         return command
 
     if not Path(str(cfg.trainer.default_local_dir)).is_absolute():
-        print(
+        say(
             f"WARNING [trainer.default_local_dir] {cfg.trainer.default_local_dir} is relative: on the cluster it is "
             "inside the job's temporary copy of the run directory and is lost with it; set an absolute path on "
             "storage the cluster keeps",
@@ -59,7 +60,7 @@ def submit_ray_job(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file:
         )
     if dry:
         announce(write_launch_file())
-        print("ray_job    dry run, not submitted")
+        say("ray_job    dry run, not submitted")
         return None
     from ray.job_submission import JobSubmissionClient
 
@@ -74,6 +75,6 @@ def submit_ray_job(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file:
             f"submit.address={address}: cannot submit to a Ray cluster there ({err}); give the head's "
             "dashboard address, e.g. submit.address=http://head:8265 (check `ray status` on the head)"
         ) from None
-    print(f"ray_job    submitted job {job_id}")
-    print(f"log        ray job logs --address {address} --follow {job_id}")
+    say(f"ray_job    submitted job {job_id}")
+    say(f"log        ray job logs --address {address} --follow {job_id}")
     return job_id

@@ -20,6 +20,7 @@ from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import digest
 from verl_qwen35.run.private_files import write_private
 from verl_qwen35.run.submit.base import SubmitError, ray_device
+from verl_qwen35.terminal import say
 
 TEMPLATE = Path(__file__).with_name("job.sbatch")
 SCRIPT = "job.sbatch"
@@ -160,9 +161,9 @@ def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: C
     record = write_launch_file()
     script = run_dir / SCRIPT
     write_private(script, render(cfg, run_dir, digest(record)))
-    print(f"slurm      {script} ({cfg.trainer.nnodes} node(s); relaunches {run_dir})")
+    say(f"slurm      {script} ({cfg.trainer.nnodes} node(s); relaunches {run_dir})")
     if sbatch_path is None:
-        print(f"slurm      dry run, not submitted; to submit: sbatch {script}")
+        say(f"slurm      dry run, not submitted; to submit: sbatch {script}")
         return None
     (run_dir / FAILED).unlink(missing_ok=True)  # a new submission starts a new chain
     job_id = sbatch([sbatch_path, "--parsable", str(script)], script)
@@ -173,10 +174,10 @@ def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: C
         except SubmitError as err:
             raise SubmitError(f"{err}; already queued: job(s) {' '.join(jobs)} (scancel {' '.join(jobs)})") from None
         except KeyboardInterrupt:  # stopped mid-chain (submit() is stoppable): say what is queued
-            print(f"slurm      stopped; already queued: job(s) {' '.join(jobs)} (scancel {' '.join(jobs)})")
+            say(f"slurm      stopped; already queued: job(s) {' '.join(jobs)} (scancel {' '.join(jobs)})")
             raise
     if len(jobs) > 1:
-        print(f"slurm      chained jobs {' -> '.join(jobs)} (each resumes from {cfg.trainer.default_local_dir})")
-    print(f"slurm      submitted job {job_id}")
-    print(f"log        {run_dir}/slurm-{job_id}.out (Ray: {run_dir}/slurm-{job_id}/ray-*.log)")
+        say(f"slurm      chained jobs {' -> '.join(jobs)} (each resumes from {cfg.trainer.default_local_dir})")
+    say(f"slurm      submitted job {job_id}")
+    say(f"log        {run_dir}/slurm-{job_id}.out (Ray: {run_dir}/slurm-{job_id}/ray-*.log)")
     return job_id
