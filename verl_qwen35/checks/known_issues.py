@@ -9,6 +9,7 @@ run judges the planned stack and the resolved config (`issue_problems`); `doctor
 the finding conditional on it: said as a warning that names the version it would apply to.
 """
 
+import functools
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -158,9 +159,16 @@ def load_table(path: Path) -> list[KnownIssue]:
     return entries
 
 
+@functools.cache
+def shipped_table() -> tuple[KnownIssue, ...]:
+    """The table this package ships (read once a process: it is part of the installed package, like the matrices);
+    a team's files are read on every call."""
+    return tuple(load_table(SHIPPED))
+
+
 def known_issues(config_dirs: Sequence[Path] = ()) -> list[KnownIssue]:
     """The shipped table, then each --config-dir's `known_issues.yaml`; a team entry with a shipped id replaces it."""
-    table = {e.id: e for e in load_table(SHIPPED)}
+    table = {e.id: e for e in shipped_table()}
     for root in config_dirs:
         path = Path(root) / FILE_NAME
         if os.path.lexists(path):  # a FIFO or a link is refused by the reader, never waited on or followed blindly
