@@ -20,9 +20,6 @@ tests/integration/test_trainer_init_agrees.py keeps the two agreeing. Upstream (
   `sampler_kwargs` and reads none of it (`verl/trainer/ppo/v1/replay_buffer.py:156`);
 - `rollout.checkpoint_manager_class`: read only by the legacy trainer (`verl/trainer/ppo/ray_trainer.py:969`,
   `load_class_from_fqn`); the v1 trainer never reads it;
-- resume from HDFS: the legacy `_load_checkpoint` (`ray_trainer.py:1057`, 0.8.0 `:1048`) raises
-  NotImplementedError("load from hdfs is not implemented yet") when `default_hdfs_dir` is set and
-  `resume_mode` is not disable; the v1 one (`trainer_base.py:850`) loads from `default_local_dir` only;
 - the dataloader: `batch_size=gen_batch_size or train_batch_size` (`ray_trainer.py:407`; v1 `trainer_base.py:742`):
   a negative one is the DataLoader's ValueError when the trainer starts;
 - nsys: `main_ppo.main` (`verl/trainer/main_ppo.py:79-90`) passes `controller_nsight_options` through
@@ -178,22 +175,6 @@ def checkpoint_manager_problems(cfg: DictConfig) -> list[Problem]:
     ]
 
 
-def hdfs_resume_problems(cfg: DictConfig) -> list[Problem]:
-    if uses_v1_trainer(cfg) or _get(cfg, "trainer.default_hdfs_dir") is None:
-        return []
-    if _get(cfg, "trainer.resume_mode", "auto") == "disable":
-        return []
-    return [
-        error(
-            ("trainer.default_hdfs_dir", "trainer.resume_mode"),
-            f"={_get(cfg, 'trainer.default_hdfs_dir')!r} with resume_mode={_get(cfg, 'trainer.resume_mode')!r}: "
-            "verl's legacy trainer raises NotImplementedError('load from hdfs is not implemented yet') when it "
-            "starts (verl/trainer/ppo/ray_trainer.py:1057); set trainer.resume_mode=disable, or "
-            "trainer.default_hdfs_dir=null and resume from trainer.default_local_dir",
-        )
-    ]
-
-
 def gen_batch_problems(cfg: DictConfig) -> list[Problem]:
     value = _get(cfg, "data.gen_batch_size")
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:
@@ -289,7 +270,6 @@ def trainer_setup_problems(cfg: DictConfig) -> list[Problem]:
         + strategy_problems(cfg)
         + sampler_problems(cfg)
         + checkpoint_manager_problems(cfg)
-        + hdfs_resume_problems(cfg)
         + gen_batch_problems(cfg)
         + nsight_problems(cfg)
         + reward_source_problems(cfg)
