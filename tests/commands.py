@@ -27,3 +27,17 @@ def default_signals() -> None:
     sees the signal the test sends."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(signum, signal.SIG_DFL)
+
+
+def started(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen:
+    """`command` started in the background as a terminal's foreground job would be (default_signals), its output
+    piped as text, for a test that signals it while it runs."""
+    return subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_signals,
+    )

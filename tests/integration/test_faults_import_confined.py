@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import REPO, default_signals
+from tests.commands import REPO, started
 from verl_qwen35.imports import confine
 
 pytestmark = pytest.mark.skipif(
@@ -144,15 +144,7 @@ def test_a_stopped_import_leaves_no_process_and_no_temporary_file(tmp_path, sign
     # It ignores the stop signals it can, starts a child in the background, and waits.
     script.write_text(f"trap '' INT TERM HUP\nsleep {marker} &\nsleep {marker}\n")
     env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(temp)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "verl_qwen35", "import", str(script)],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=default_signals,
-    )
+    proc = started([sys.executable, "-m", "verl_qwen35", "import", str(script)], tmp_path, env)
     deadline = time.monotonic() + 60
     while not _running(marker) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import REPO, STANDINS, default_signals
+from tests.commands import REPO, STANDINS, default_signals, started
 from verl_qwen35.config import compose
 from verl_qwen35.disk import write_file
 from verl_qwen35.run.stops import stops_deferred
@@ -109,15 +109,7 @@ def test_a_stop_in_the_first_half_second_ends_quietly_with_128_plus_the_signal(t
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("HYDRA_FULL_ERROR", None)
     command = [sys.executable, "-m", "verl_qwen35", "device=gpu", "model=35b", "dry_run=true"]
-    child = subprocess.Popen(
-        command,
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=default_signals,
-    )
+    child = started(command, tmp_path, env)
     time.sleep(after_s)
     child.send_signal(signum)
     out, err = child.communicate(timeout=120)

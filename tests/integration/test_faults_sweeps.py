@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import REPO, default_signals
+from tests.commands import REPO, started
 
 SWEEP = ("device=gpu", "model=35b", "dry_run=true")
 # 16 jobs that all pass: a job takes ~0.1-1 s, so a signal sent once job 1 is done lands mid-sweep.
@@ -37,15 +37,7 @@ def start(tmp_path: Path, sweep_dir: Path, *overrides: str, prefix: tuple[str, .
     command = [*prefix, sys.executable, "-m", "verl_qwen35", "-m", *SWEEP, *overrides, f"hydra.sweep.dir={sweep_dir}"]
     env = _env()
     env.pop("HYDRA_FULL_ERROR")
-    return subprocess.Popen(
-        command,
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=default_signals,
-    )
+    return started(command, tmp_path, env)
 
 
 def wait_for(condition, what: str, timeout: float = 180) -> None:
