@@ -33,7 +33,7 @@ def test_the_readme_layout_example_works_as_written(tmp_path):
 
 
 def _outputs_dir(stdout: str) -> Path:
-    return Path(re.search(r"^outputs\s+(\S+)$", stdout, re.M).group(1))
+    return Path(re.search(r"^outputs\s+(\S+)", stdout, re.M).group(1))
 
 
 def test_two_runs_a_second_apart_get_their_own_directories_dated_now(tmp_path):
@@ -51,7 +51,7 @@ def test_two_runs_a_second_apart_get_their_own_directories_dated_now(tmp_path):
         stamps.append(started)
         time.sleep(1.1)
     assert dirs[0] != dirs[1] and stamps[0] < stamps[1]
-    assert all((d / ".hydra" / "config.yaml").is_file() for d in dirs)
+    assert not any(d.exists() for d in dirs)  # the directories a launch would get: a dry run makes none
 
 
 def test_the_python_api_composes_checks_estimates_and_plans():

@@ -23,6 +23,7 @@ from omegaconf.errors import InterpolationResolutionError, OmegaConfBaseExceptio
 
 from verl_qwen35.cli import help
 from verl_qwen35.cli.answers import PROG, answered
+from verl_qwen35.cli.dry_run import run_in_process
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import implicit_overrides
 from verl_qwen35.config.errors import resolve_naming_key
@@ -279,5 +280,10 @@ def main(argv: list[str] | None = None) -> int:
         check_config_dirs(overrides, user_search_dirs(argv))
         if not {"-m", "--multirun"} & set(argv):  # a sweep's jobs are refused one by one, in its summary
             refuse_typed_overrides(overrides, argv)  # every schema refusal at once; Hydra stops at the first
+            filled = with_implicit(argv)
+            with hydra_errors_raised():
+                if run_in_process(filled):  # a plain dry run: composed once, no run directory
+                    return 0
+            argv = filled
         run_hydra(argv)
     return 0

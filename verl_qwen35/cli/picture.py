@@ -27,14 +27,14 @@ def picture_of(cfg: DictConfig) -> str | None:
     return str(value)
 
 
-def job_and_picture(cfg: DictConfig, choices: dict[str, str], output_dir: str | None) -> None:
+def job_and_picture(cfg: DictConfig, choices: dict[str, str], output_dir: str | None, record: bool = True) -> None:
     """The job (run/job.py), then the plan's `picture` line: where the layout was drawn, or why not."""
     value = picture_of(cfg)
     if value is None:
-        run_job(cfg, choices, output_dir)
+        run_job(cfg, choices, output_dir, record)
         return
     try:
-        passed = run_job(cfg, choices, output_dir)
+        passed = run_job(cfg, choices, output_dir, record)
     except PreflightRefused:
         say(NOT_DRAWN)
         raise

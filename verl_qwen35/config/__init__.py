@@ -25,9 +25,12 @@ __all__ = ["compose"]
 
 
 def compose(
-    overrides: Sequence[str] = (), config_dirs: Sequence[Path | str] = (), announce: bool = False
+    overrides: Sequence[str] = (),
+    config_dirs: Sequence[Path | str] = (),
+    announce: bool = False,
+    hydra_node: bool = False,
 ) -> DictConfig:
-    """The job config (without the `hydra` node, unresolved) for these command-line overrides.
+    """The job config (unresolved; without Hydra's `hydra` node unless `hydra_node`) for these overrides.
 
     `config_dirs`: what `--config-dir DIR` adds on the command line, checked the same way and put
     on Hydra's search path after ours and verl's. A user mistake raises `UserError` naming the key."""
@@ -43,7 +46,7 @@ def compose(
         lines.append(f"hydra.searchpath=[{','.join(paths)}]")
     try:
         with initialize_config_dir(str(conf_dir()), version_base=None, job_name="verl_qwen35"):
-            cfg = hydra_compose("config", overrides=lines)
+            cfg = hydra_compose("config", overrides=lines, return_hydra_config=hydra_node)
     except Exception as err:  # Hydra's, OmegaConf's and YAML's mistakes, said as the command says them
         if (message := explain(err)) is None:
             raise

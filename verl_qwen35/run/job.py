@@ -78,14 +78,18 @@ def problems(run: Run) -> list[Problem]:
 
 
 def user_config_dirs() -> list[Path]:
-    """The `--config-dir` directories of the Hydra job being run (Hydra records them as `command-line` sources)."""
+    """The `--config-dir` directories of the job being run: Hydra records them as `command-line` sources, or as
+    `hydra.searchpath in command-line` ones where the dry run composed in-process (config/__init__.py compose)."""
     if not HydraConfig.initialized():
         return []
     return [
         Path(source.path)
         for source in HydraConfig.get().runtime.config_sources
-        if source.provider == "command-line" and source.schema == "file"
+        if source.provider in USER_PROVIDERS and source.schema == "file"
     ]
+
+
+USER_PROVIDERS = ("command-line", "hydra.searchpath in command-line")  # hydra/_internal/config_loader_impl.py
 
 
 def real_or_missing(run: Run) -> list[Problem]:
@@ -139,19 +143,24 @@ def run_dir_of(output_dir: str | None) -> Path:
     return Path(output_dir or ".").resolve()
 
 
-def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | None) -> bool:
+def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | None, record: bool = True) -> bool:
     """The Hydra task: the composed config becomes one read-only `Run`, checked, then planned or launched.
-    False when the preflight refused the config in a sweep (alone, PreflightRefused is raised)."""
+    False when the preflight refused the config in a sweep (alone, PreflightRefused is raised).
+
+    `record=False` (a dry run composed in-process, cli/dry_run.py): `output_dir` is the directory a launch
+    would get, shown in the plan; nothing is written to it and it is not made."""
     run, broken = build_run(composed, choices, output_dir)
     cfg, mode = run.config, run.mode
+    kept = output_dir if record else None
     if broken:
-        report(broken, output_dir, mode)
+        report(broken, kept, mode)
         return refused(len(broken))
     found = problems(run)
     errors = [p for p in found if p.level == "error"]
-    report(found, output_dir, mode, *memory_or_none(run, bool(errors)), step_or_none(run, bool(errors)))
+    report(found, kept, mode, *memory_or_none(run, bool(errors)), step_or_none(run, bool(errors)))
     if mode != "launch":
-        say(redact("\n".join(plan_or_why_not(run, bool(errors)))))
+        lines = plan_or_why_not(run, bool(errors))
+        say(redact("\n".join(lines if record else [unmade(line) for line in lines])))
         if not errors:
             for name, value in from_shell(cfg).items():
                 say(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
@@ -178,6 +187,16 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
         say(f"relaunch   verl-qwen35 relaunch {output_dir}", file=sys.stderr)
     launch_now(cfg)
     return True
+
+
+def unmade(line: str) -> str:
+    """The plan's `outputs` line of a dry run that made no directory: what a launch makes, and how to keep one."""
+    if not line.startswith("outputs "):
+        return line
+    return (
+        f"{line} (not made: a dry run writes nothing; a launch makes its own, and hydra.run.dir=DIR keeps a dry "
+        "run's verdict.json there)"
+    )
 
 
 def submit_run(cfg: DictConfig, output_dir: str, schema: str | None, dry: bool) -> None:
