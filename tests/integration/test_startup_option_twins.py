@@ -12,8 +12,14 @@ import pytest
 
 from tests.configs import config
 from verl_qwen35.checks.algorithm import correction_threshold_problems
-from verl_qwen35.checks.trainer_setup import gen_batch_problems, reward_source_problems
+from verl_qwen35.checks.trainer_setup import (
+    critic_batch_problems,
+    critic_model_problems,
+    gen_batch_problems,
+    reward_source_problems,
+)
 from verl_qwen35.checks.waste import keep_count_problems, no_update_problems
+from verl_qwen35.validators.critic_model import critic_judged_here
 from verl_qwen35.validators.startup import reward_problems
 from verl_qwen35.validators.trainer_init import correction_problems
 
@@ -93,3 +99,61 @@ def test_ppo_epochs_refused_exactly_where_verls_iterator_yields_no_mini_batch(ep
     batches = list(tu.make_iterator(TensorDict({"x": torch.zeros(8, 1)}, batch_size=[8]), 4, epochs=epochs))
     cfg = config(**{"actor_rollout_ref.actor.ppo_epochs": epochs})
     assert refused(no_update_problems(cfg)) == (not batches), epochs
+
+
+@pytest.mark.parametrize("path", ["example", "actor", "elsewhere"])
+def test_critic_model_refused_exactly_where_verls_critic_build_stops(path, tmp_path: Path):
+    """verl's own critic build (`omega_conf_to_dataclass(config.critic)`, as validate_config makes it,
+    verl/utils/config.py:189) on this CPU: verl's example default path stops it, and so the fast rule refuses it;
+    a path this machine lacks is read through the preset's config.json (a warning where it is not the actor's)."""
+    from verl.utils.config import omega_conf_to_dataclass
+
+    changes = {"critic.enable": True, "critic.ppo_micro_batch_size_per_gpu": 1}
+    if path == "actor":
+        changes["critic.model.path"] = "${actor_rollout_ref.model.path}"
+    elif path == "elsewhere":
+        changes["critic.model.path"] = str(tmp_path / "not_here")
+    cfg = config(**changes)
+    fast = critic_model_problems(cfg)
+    if path == "example":
+        with pytest.raises(Exception, match="deepseek-llm-7b-chat"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            omega_conf_to_dataclass(cfg.critic)
+        assert refused(fast) and fast[0].keys == ("critic.model.path",)
+        return
+    assert not fast
+    with critic_judged_here(cfg) as (judged, found), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        built = omega_conf_to_dataclass(judged.critic)
+    assert built.model.hf_config.model_type.startswith("qwen3_5_moe")
+    assert [p.keys for p in found] == ([] if path == "actor" else [("critic.model.path",)])
+
+
+CRITIC_BATCHES = [
+    {},
+    {"critic.ppo_micro_batch_size_per_gpu": None},
+    {"critic.ppo_micro_batch_size_per_gpu": None, "critic.use_dynamic_bsz": True},
+    {"critic.ppo_micro_batch_size_per_gpu": None, "critic.ppo_micro_batch_size": 5},
+    {"critic.ppo_micro_batch_size_per_gpu": None, "critic.ppo_micro_batch_size": 8},
+    {"critic.ppo_micro_batch_size": 4},
+    {"critic.ppo_mini_batch_size": 64},
+]
+
+
+def test_critic_batch_sizes_refused_exactly_where_verls_critic_config_raises():
+    """verl's CriticConfig (__post_init__ and validate, as validate_config runs them: verl/utils/config.py:189-190)
+    against the fast rule, case by case, on the critic of the actor's model."""
+    from verl.utils.config import omega_conf_to_dataclass
+
+    base = {"critic.enable": True, "critic.model.path": "${actor_rollout_ref.model.path}"}
+    for changes in CRITIC_BATCHES:
+        cfg = config(**{**base, "critic.ppo_micro_batch_size_per_gpu": 1, **changes})
+        try:
+            with critic_judged_here(cfg) as (judged, _), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                omega_conf_to_dataclass(judged.critic).validate(8, judged.data.train_batch_size)
+        except Exception:  # noqa: BLE001 - verl raises ValueError, wrapped by Hydra's instantiate
+            verl_refuses = True
+        else:
+            verl_refuses = False
+        assert refused(critic_batch_problems(cfg)) == verl_refuses, changes

@@ -13,6 +13,7 @@ NSYS = "global_profiler.global_tool_config.nsys"
 SAMPLER = "trainer.v1.sampler"
 PROFILED = {"global_profiler.tool": "nsys", "global_profiler.steps": [1]}
 CORRECTION = {"algorithm.rollout_correction.rollout_is": "token", f"{R}.calculate_log_probs": True}
+CRITIC = {"critic.enable": True, "critic.model.path": "/models/critic"}
 # (changes, "error" / "warning" / None, the key named)
 CASES = [
     ({"actor_rollout_ref.actor.strategy": "fsdp"}, "error", "actor_rollout_ref.actor.strategy"),
@@ -72,6 +73,25 @@ CASES = [
     # the data set is not on this machine (the run's length unknown): a ratio >= 1 still asserts in megatron-core
     ({"actor_rollout_ref.actor.optim.lr_warmup_steps_ratio": 1.5}, "error", "actor_rollout_ref.actor.optim.lr_warm"),
     ({"actor_rollout_ref.actor.optim.lr_warmup_steps_ratio": 0.5}, None, "actor_rollout_ref.actor.optim.lr_warm"),
+    # a critic left at verl's example model (verl/trainer/config/model/hf_model.yaml): its build stops at start-up
+    ({"critic.enable": True}, "error", "critic.model.path"),
+    ({"algorithm.adv_estimator": "gae"}, "error", "critic.model.path"),
+    ({**CRITIC, "critic.ppo_micro_batch_size_per_gpu": 1}, None, "critic.model.path"),
+    ({"critic.enable": False, "algorithm.adv_estimator": "gae"}, None, "critic.model.path"),  # no critic built
+    # the critic's batch sizes, as verl's CriticConfig takes them (verl/workers/config/critic.py)
+    (CRITIC, "error", "critic.ppo_micro_batch_size_per_gpu"),
+    ({**CRITIC, "critic.use_dynamic_bsz": True}, None, "critic.ppo_micro_batch_size_per_gpu"),
+    ({**CRITIC, "critic.ppo_micro_batch_size": 5}, "error", "critic.ppo_mini_batch_size"),
+    (
+        {**CRITIC, "critic.ppo_micro_batch_size": 4, "critic.ppo_micro_batch_size_per_gpu": 1},
+        "error",
+        "critic.ppo_micro",
+    ),
+    (
+        {**CRITIC, "critic.ppo_micro_batch_size_per_gpu": 1, "critic.ppo_mini_batch_size": 64},
+        "error",
+        "critic.ppo_mini",
+    ),
 ]
 
 

@@ -25,6 +25,12 @@ tests/integration/test_trainer_init_agrees.py keeps the two agreeing. Upstream (
 - nsys: `main_ppo.main` (`verl/trainer/main_ppo.py:79-90`) passes `controller_nsight_options` through
   `OmegaConf.to_container` (a null is a ValueError) and the worker groups assert `worker_nsight_options`
   (`trainer_base.py:296`; `ray_trainer.py:839`) when `tool=nsys` with profile steps;
+- the critic's model: `validate_config` builds the critic's config (`verl/utils/config.py:189`), whose
+  `HFModelConfig` loads config.json and the tokenizer from `critic.model.path` (`verl/workers/config/model.py:86-121`);
+  verl's example default there (`verl/trainer/config/model/hf_model.yaml`, `~/models/deepseek-llm-7b-chat`) is no
+  model of this run; the same build runs `CriticConfig.__post_init__` and `.validate` (`verl/workers/config/critic.py`
+  103-130): without dynamic batch size exactly one of `ppo_micro_batch_size` / `_per_gpu`, a mini-batch the former
+  divides, and `data.train_batch_size` >= the critic's mini-batch;
 - the reward manager: `resolve_reward_manager_cls` (`verl/trainer/ppo/reward.py:92-108`) takes `source`
   register or importlib and raises ValueError for any other (after `migrate_legacy_reward_impl` copies the legacy
   `reward_model.reward_loop_source` over it, `verl/experimental/reward_loop/reward_loop.py:52`).
@@ -36,6 +42,8 @@ from omegaconf import DictConfig, OmegaConf
 from verl_qwen35.checks.algorithm import needs_critic
 from verl_qwen35.checks.problem import Problem, error, warning
 from verl_qwen35.checks.schedule import uses_v1_trainer
+from verl_qwen35.config.yaml_files import load_yaml
+from verl_qwen35.installed import verl_config_dir
 
 KL_CTRL_TYPES = ("fixed", "adaptive")
 # verl 0.9.1 TRAINER_REGISTRY; tests/integration/test_trainer_init_agrees.py holds it against the installed verl.
@@ -261,9 +269,77 @@ def legacy_reward_loop_problems(cfg: DictConfig) -> list[Problem]:
     return found
 
 
+def example_model_path() -> str | None:
+    """verl's example default model path (its `model/hf_model.yaml`, which every HFModelConfig node defaults to)."""
+    try:
+        data = load_yaml(verl_config_dir() / "model" / "hf_model.yaml")
+    except (OSError, ValueError):
+        return None
+    path = data.get("path") if isinstance(data, dict) else None
+    return str(path) if path is not None else None
+
+
+def critic_model_problems(cfg: DictConfig) -> list[Problem]:
+    if not needs_critic(cfg):
+        return []
+    path = _get(cfg, "critic.model.path")
+    if path is None or str(path) != example_model_path():
+        return []
+    return [
+        error(
+            "critic.model.path",
+            f"={path!r} is verl's example default (verl/trainer/config/model/hf_model.yaml), not this run's critic: "
+            "verl builds the critic's HFModelConfig from it at start-up (verl/utils/config.py:189, "
+            "verl/workers/config/model.py:86-121) and stops there without that directory; set critic.model.path "
+            "(a critic from the actor's weights: critic.model.path=${actor_rollout_ref.model.path})",
+        )
+    ]
+
+
+def critic_batch_problems(cfg: DictConfig) -> list[Problem]:
+    if not needs_critic(cfg) or _get(cfg, "critic.use_dynamic_bsz"):
+        return []
+    micro, per_gpu = _get(cfg, "critic.ppo_micro_batch_size"), _get(cfg, "critic.ppo_micro_batch_size_per_gpu")
+    mini, train = _get(cfg, "critic.ppo_mini_batch_size"), _get(cfg, "data.train_batch_size")
+    where = "verl's CriticConfig raises ValueError when validate_config builds it (verl/workers/config/critic.py"
+    if micro is None and per_gpu is None:
+        return [
+            error(
+                "critic.ppo_micro_batch_size_per_gpu",
+                f"is not set (nor critic.ppo_micro_batch_size): {where}:149) at start-up; set "
+                "critic.ppo_micro_batch_size_per_gpu, or critic.use_dynamic_bsz=true",
+            )
+        ]
+    if micro is not None and per_gpu is not None:
+        return [
+            error(
+                ("critic.ppo_micro_batch_size", "critic.ppo_micro_batch_size_per_gpu"),
+                f"are both set: {where}:152); remove critic.ppo_micro_batch_size (deprecated)",
+            )
+        ]
+    found = []
+    if isinstance(micro, int) and isinstance(mini, int) and micro > 0 and mini % micro:
+        found.append(
+            error(
+                ("critic.ppo_mini_batch_size", "critic.ppo_micro_batch_size"),
+                f"={mini} is not divisible by critic.ppo_micro_batch_size={micro}: {where}:111)",
+            )
+        )
+    if isinstance(mini, int) and isinstance(train, int) and train < mini:
+        found.append(
+            error(
+                ("critic.ppo_mini_batch_size", "data.train_batch_size"),
+                f"={mini} exceeds data.train_batch_size={train}: {where}:125 validate)",
+            )
+        )
+    return found
+
+
 def trainer_setup_problems(cfg: DictConfig) -> list[Problem]:
     return (
-        trainer_mode_problems(cfg)
+        critic_model_problems(cfg)
+        + critic_batch_problems(cfg)
+        + trainer_mode_problems(cfg)
         + kl_controller_type_problems(cfg)
         + filter_groups_problems(cfg)
         + class_name_problems(cfg)

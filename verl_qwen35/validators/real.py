@@ -30,6 +30,7 @@ from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.pipeline import FIRST, LAST, OTC, PP, VPP
 from verl_qwen35.terminal import say
 from verl_qwen35.validators.bridge import installed, mbridge_values, source_line
+from verl_qwen35.validators.critic_model import critic_judged_here
 from verl_qwen35.validators.rehearsal import rehearsal_problems
 from verl_qwen35.validators.rollout_server import real_rollout_problems
 from verl_qwen35.validators.verl_fields import real_type_problems
@@ -249,10 +250,15 @@ _VERL_KEYS = [
 ]
 
 
+# validate_config judges the whole config: an OmegaConf `full_key` it names is already whole, and a message that
+# names no key is the actor's side (most of its asserts are).
+ROOT = ""
+
+
 def verl_message_keys(message: str, node: str) -> tuple[str, ...]:
     full_key = re.search(r"full_key: (\S+)", message)
-    where = full_key.group(1) if full_key else node
-    if not where.startswith("actor_rollout_ref"):
+    where = full_key.group(1) if full_key else node or "actor_rollout_ref"
+    if node and not where.startswith("actor_rollout_ref"):
         where = f"{node}.{where}"
     if unexpected := re.search(r"unexpected keyword argument '(\w+)'", message):
         return (f"{where}.{unexpected.group(1)}",)
@@ -265,19 +271,20 @@ def real_verl_problems(cfg: DictConfig) -> list[Problem]:
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
-    steps = [
-        ("actor_rollout_ref", lambda: validate_config(cfg, need_reference_policy(cfg), need_critic(cfg))),
-        ("actor_rollout_ref.actor", lambda: omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)),
-        ("actor_rollout_ref.ref", lambda: omega_conf_to_dataclass(ref_as_verl_builds_it(cfg))),
-        ("actor_rollout_ref.rollout", lambda: omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)),
-    ]
-    for node, step in steps:
-        try:
-            step()
-        except Exception as err:  # verl raises AssertionError, ValueError, TypeError, omegaconf errors
-            message = f"{type(err).__name__}: {err}".strip()
-            return [error(verl_message_keys(message, node), f"verl's own checks refused this config: {message}")]
-    return []
+    with critic_judged_here(cfg) as (judged, found):
+        steps = [
+            (ROOT, lambda: validate_config(judged, need_reference_policy(judged), need_critic(judged))),
+            ("actor_rollout_ref.actor", lambda: omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)),
+            ("actor_rollout_ref.ref", lambda: omega_conf_to_dataclass(ref_as_verl_builds_it(cfg))),
+            ("actor_rollout_ref.rollout", lambda: omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)),
+        ]
+        for node, step in steps:
+            try:
+                step()
+            except Exception as err:  # verl raises AssertionError, ValueError, TypeError, omegaconf errors
+                message = f"{type(err).__name__}: {err}".strip()
+                return [error(verl_message_keys(message, node), f"verl's own checks refused this config: {message}")]
+    return found
 
 
 def micro_batch_refusal(sequences: int, dp: int, micro: int) -> str | None:
