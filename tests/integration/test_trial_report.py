@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_report import launched, log_steps, step_metrics
+from tests.unit.test_log_phases import LOG, raised_traceback
 
 pytestmark = pytest.mark.each_verl
 
@@ -37,12 +38,22 @@ def test_a_trial_sweep_says_how_far_each_trial_got(cli, tmp_path, monkeypatch):
     verdict = {"job": 3, "overrides": ["trial=short_3"], "valid": False, "status": "failed"}
     verdict["errors"] = [{"keys": [], "message": "RuntimeError: vLLM engine failed to start"}]
     (broken / "verdict.json").write_text(json.dumps(verdict))
+    (sweep / "0" / "slurm-7.out").write_text("\n".join(LOG[:-1]) + "\n")  # its start-up, as verl and Ray print it
+    (broken / "slurm-9.out").write_text("\n".join(LOG[:4]) + "\n" + raised_traceback())  # broke before its engine
     done = cli("report", str(sweep), "--no-plots")
     assert done.code == 0, done.err
     lines = {line.split(":")[0]: line for line in done.out.splitlines() if line.startswith("trial      ")}
     assert lines["trial      trial=short_0"].endswith(
-        "trial: reached first rollout, first update, weight sync, 4 of 4 step(s) logged"
+        "trial: reached Ray up, weights loaded, rollout engine starting, rollout engine up, from scratch, ready to "
+        "fit, first rollout, first update, weight sync, 4 of 4 step(s) logged"
     )
+    # Each phase measured beside the plan: the start-up from the log's clock, the step from verl's timers.
+    table = done.out.split("trial      trial=short_0")[1].split("trial      trial=drill_save_1")[0]
+    rows = {line.split("  ")[0]: line for line in table.splitlines()}
+    assert "slurm-7.out:3 10:03:35" in rows["weights loaded"] and "212 after Ray up" in rows["weights loaded"]
+    assert "timing_s/gen, step 1" in rows["first rollout"] and "first " in rows["first rollout"]
+    assert rows["first rollout"].rstrip().endswith(")")  # predicted, with its band
+    assert "timing_s/step, step 1" in rows["whole step"]
     assert lines["trial      trial=drill_save_1"].endswith(
         "resume drill, save: reached first rollout, first update, weight sync, checkpoint saved, 4 of 4 step(s) logged"
     )
@@ -51,8 +62,16 @@ def test_a_trial_sweep_says_how_far_each_trial_got(cli, tmp_path, monkeypatch):
         "logged"
     )
     line = lines["trial      trial=short_3"]
-    assert "trial: no step logged (Ray, the rollout engine and the weights loading come before" in line
-    assert line.endswith("the sweep recorded: RuntimeError: vLLM engine failed to start")
+    assert line.endswith(
+        "trial: no step logged; its log shows Ray up, weights loaded, rollout engine starting; "
+        "the sweep recorded: RuntimeError: vLLM engine failed to start"
+    )
+    broke = done.out.split("broke      after rollout engine starting:\n")[1].splitlines()[0]
+    assert broke == "           slurm-9.out:8: RuntimeError: update_actor failed on rank 3"
+    data = json.loads(cli("report", str(sweep), "--no-plots", "--json").out)
+    assert data["runs"][3]["trial_phases"]["reached"] == "rollout engine starting"
+    assert data["runs"][2]["trial_phases"]["log_files"] == []
+    assert "log        no log file in the run directory (*.log, *.out) says how the start-up went" in done.out
 
 
 def test_a_drill_save_that_did_not_save_says_so(cli, tmp_path, monkeypatch):

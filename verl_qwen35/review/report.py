@@ -23,7 +23,7 @@ from verl_qwen35.review.calibration_runs import interpolations
 from verl_qwen35.review.metrics import LogPlaces, Metrics, log_places, read_run
 from verl_qwen35.review.predictions import FAR, Prediction, predictions
 from verl_qwen35.review.quantities import QUANTITIES, Measured, measure_all
-from verl_qwen35.review.trial_progress import progress_line, trial_of
+from verl_qwen35.review.trial_progress import TrialPhases, trial_of, trial_summary
 from verl_qwen35.run.launch_record import LAUNCH_FILE, read_launch_file
 from verl_qwen35.run.private_files import writable_by_others
 from verl_qwen35.run.sweep import VERDICT, read_record, swept_values
@@ -46,6 +46,7 @@ class RunReport:
     notes: list[str] = field(default_factory=list)
     name: str = ""  # the sweep row: the job's overrides that differ from the other jobs'
     trial: str = ""  # a trial run (conf/trial/): how far it got (review/trial_progress.py); "" for another run
+    phases: TrialPhases | None = None  # a trial's phases from its log and metrics, what broke (trial_progress.py)
 
     def prediction(self, name: str) -> Prediction | None:
         return next((p for p in self.predictions if p.name == name), None)
@@ -73,15 +74,16 @@ def launch_record(run_dir: Path) -> tuple[DictConfig | None, list[str]]:
     return cfg, notes
 
 
-def trial_line(run_dir: Path, cfg: DictConfig | None, metrics: Metrics) -> str:
-    """How far a trial run got (its metrics, else its sweep verdict's reason); "" for a run that was no trial."""
+def trial_line(run_dir: Path, cfg: DictConfig | None, metrics: Metrics) -> tuple[str, TrialPhases | None]:
+    """How far a trial run got (its log and metrics, its sweep verdict's reason) and its phases; ("", None) for a
+    run that was no trial."""
     trial = trial_of(cfg)
     if trial is None:
-        return ""
+        return "", None
     verdict = read_record(run_dir / VERDICT) or {}
     errors = verdict.get("errors") if isinstance(verdict.get("errors"), list) else []
     reason = next((e["message"] for e in errors if isinstance(e, dict) and isinstance(e.get("message"), str)), "")
-    return progress_line(metrics, trial, reason)
+    return trial_summary(run_dir, cfg, metrics, trial, reason)
 
 
 def _recorded_env(cfg: DictConfig | None) -> dict[str, str]:
@@ -111,7 +113,8 @@ def run_report(run_dir: Path, calibration: Calibration | None = None) -> RunRepo
     places = log_places(run_dir, _recorded_env(cfg))
     metrics = read_run(places)
     if not metrics.steps and trial_of(cfg) is not None:  # a trial that never logged a step: how far it got is news
-        return RunReport(run_dir, metrics, measure_all(metrics), notes=notes, trial=trial_line(run_dir, cfg, metrics))
+        line, phases = trial_line(run_dir, cfg, metrics)
+        return RunReport(run_dir, metrics, measure_all(metrics), notes=notes, trial=line, phases=phases)
     if not metrics.steps and metrics.sources:  # files, but no complete record in them
         raise UserError(
             f"{run_dir}: no step logged completely yet ({'; '.join(metrics.notes) or ', '.join(metrics.sources)}): "
@@ -129,7 +132,8 @@ def run_report(run_dir: Path, calibration: Calibration | None = None) -> RunRepo
         except (ConfigAttributeError, ConfigKeyError) as err:
             found, more = [], [f"no predictions: the recorded config lacks {err.full_key}"]
         notes += more
-    return RunReport(run_dir, metrics, measured, found, notes, trial=trial_line(run_dir, cfg, metrics))
+    line, phases = trial_line(run_dir, cfg, metrics)
+    return RunReport(run_dir, metrics, measured, found, notes, trial=line, phases=phases)
 
 
 def job_dirs(sweep_dir: Path) -> list[Path]:
@@ -230,6 +234,7 @@ def run_text(report: RunReport, plots: list[Path]) -> str:
     lines = [f"run        {report.run_dir}", f"logs       {', '.join(report.metrics.sources)}"]
     lines.append(_steps_line(report.metrics))
     lines += [f"trial      {report.trial}"] if report.trial else []
+    lines += ["", *report.phases.lines(), ""] if report.phases else []
     lines += [f"note       {n}" for n in report.metrics.notes + report.notes]
     lines += ["", quantity_table(report), "* median over the steps after each start's first (warm-up)", ""]
     if report.predictions:
@@ -255,6 +260,7 @@ def run_json(report: RunReport) -> dict[str, Any]:
         "predictions": [p.as_dict() for p in report.predictions],
         "far_band": list(FAR),
         "trial": report.trial or None,
+        "trial_phases": report.phases.as_dict() if report.phases else None,
         "notes": report.metrics.notes + report.notes,
     }
 
@@ -277,7 +283,9 @@ def sweep_table(reports: list[RunReport]) -> str:
 
 def sweep_text(sweep_dir: Path, reports: list[RunReport], plots: list[Path]) -> str:
     lines = [f"sweep      {sweep_dir}: {len(reports)} job(s)", "", sweep_table(reports), ""]
-    lines += [f"trial      {r.name}: {r.trial}" for r in reports if r.trial]
+    for r in reports:
+        lines += [f"trial      {r.name}: {r.trial}"] if r.trial else []
+        lines += [*r.phases.lines(), ""] if r.phases else []
     for r in reports:
         lines += [f"note       {r.run_dir.name}: {n}" for n in r.metrics.notes + r.notes]
     lines += [f"plot       {p}" for p in plots]
