@@ -7,7 +7,7 @@ needs only verl's YAML files and its version, so both are found without an impor
 import importlib.util
 import json
 from functools import cache
-from importlib.metadata import PackageNotFoundError, distribution, requires, version
+from importlib.metadata import PackageNotFoundError, distribution, metadata, requires, version
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -91,10 +91,20 @@ def extra_packages(extra: str) -> list[str]:
     return [r.name for r in found if r.marker is not None and r.marker.evaluate({"extra": extra})]
 
 
+def project_extras() -> list[str]:
+    """The extras of this project (pyproject.toml's optional-dependencies, as installed; none from a bare checkout)."""
+    try:
+        return metadata(PACKAGE).get_all("Provides-Extra") or []
+    except PackageNotFoundError:
+        return []
+
+
 def missing_module_message(module: str, what: str) -> str:
     """One message for a module `what` imports that is not installed: the package and the extra that brings it."""
     top = module.split(".")[0]
-    brought = next((extra for extra in ("launch", "plots", "kuberay") if top in extra_packages(extra)), "launch")
+    # launch first, then the smallest extra that brings it (`kuberay` for kubernetes, not `test`).
+    extras = sorted(project_extras(), key=lambda extra: (extra != "launch", len(extra_packages(extra))))
+    brought = next((extra for extra in extras if top in extra_packages(extra)), "launch")
     command = launch_install_command().replace("[launch]", f"[{brought}]")
     return (
         f"{what} imports the package `{top}`, which is not installed here; the `{brought}` extra brings it: "

@@ -16,10 +16,9 @@ from omegaconf import OmegaConf
 from tests.commands import STANDINS, verl_qwen35
 from tests.ray_head import free_ports
 from tests.tiny_data import write_geo3k_stub
-from verl_qwen35.config.schema import BACKENDS
+from verl_qwen35.config.backends import backends
 from verl_qwen35.installed import conf_dir
 from verl_qwen35.run.launch_record import read_launch_file
-from verl_qwen35.run.submit import SUBMITTERS
 
 # The script's settings block, evaluated by bash; prints one array's elements, one a line.
 SHOW_ARRAY = 'source <(sed -n "/^RUN_DIR=/,/^set -euo pipefail/p" "$1"); printf "%s\\n" "${!2}"'
@@ -92,10 +91,10 @@ def test_submit_choice_not_ours_is_refused(tmp_path):
 
 
 def test_every_shipped_submit_option_is_a_backend_the_preflight_knows_and_run_submits():
-    """conf/submit/<name>.yaml sets backend: <name>, typed by the schema's list, and each but `none` has a submitter."""
+    """conf/submit/<name>.yaml sets backend: <name>, a module of run/submit/ declares it, each but `none` submits."""
     shipped = {path.stem: OmegaConf.load(path).backend for path in (conf_dir() / "submit").glob("*.yaml")}
-    assert shipped == {name: name for name in BACKENDS}
-    assert set(SUBMITTERS) == set(BACKENDS) - {"none"}
+    assert shipped == {name: name for name in backends()}
+    assert [name for name, b in backends().items() if b.submit is None] == ["none"]
 
 
 def test_submit_keys_are_part_of_the_printed_config(tmp_path):

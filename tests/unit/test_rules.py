@@ -1962,7 +1962,7 @@ def test_submit_values_are_judged_only_where_there_is_a_submit_section_and_a_kno
     cfg = compose(["model=35b", "device=gpu", "submit=slurm"])
     cfg.submit.backend = "pbs"
     assert [(p.keys, p.message) for p in submit_problems(cfg)] == [
-        (("submit.backend",), "submit.backend='pbs': use submit=slurm, submit=ray_job, submit=kuberay or submit=none")
+        (("submit.backend",), "submit.backend='pbs': use submit=kuberay, submit=ray_job, submit=slurm or submit=none")
     ]
 
 

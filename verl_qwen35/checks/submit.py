@@ -19,9 +19,8 @@ from urllib.parse import urlsplit
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_qwen35 import shell
-from verl_qwen35.checks.kuberay import kuberay_problems
 from verl_qwen35.checks.problem import Problem, error
-from verl_qwen35.config.schema import BACKENDS
+from verl_qwen35.config.backends import backends, named
 
 # Slurm's --time formats (sbatch(1)): minutes, minutes:seconds, hours:minutes:seconds,
 # days-hours, days-hours:minutes, days-hours:minutes:seconds; or no limit.
@@ -123,6 +122,21 @@ def _ray_host(value: Any, found: list[Problem]) -> None:
         )
 
 
+def slurm_problems(cfg: DictConfig) -> list[Problem]:
+    """Every unusable `submit.*` value of submit=slurm (run/submit/slurm.py), each naming its key."""
+    found: list[Problem] = []
+    _slurm(cfg.submit, found)
+    _chain(cfg, found)
+    return found
+
+
+def ray_job_problems(cfg: DictConfig) -> list[Problem]:
+    """submit=ray_job's address (run/submit/ray_job.py)."""
+    found: list[Problem] = []
+    _address(cfg.submit.get("address"), found)
+    return found
+
+
 def _slurm(s: DictConfig, found: list[Problem]) -> None:
     for name in ("partition", "account", "container"):
         _text(f"submit.{name}", s.get(name), found)
@@ -196,35 +210,23 @@ def _chain(cfg: DictConfig, found: list[Problem]) -> None:
 
 
 def choices() -> str:
-    """`submit=slurm, submit=ray_job, submit=kuberay or submit=none`, from the schema's list."""
-    submitting = [f"submit={b}" for b in BACKENDS if b != "none"]
+    """`submit=kuberay, submit=ray_job, submit=slurm or submit=none`, from the table of backends."""
+    submitting = [f"submit={name}" for name, b in backends().items() if b.submit is not None]
     return f"{', '.join(submitting)} or submit=none"
 
 
 def submit_problems(cfg: DictConfig) -> list[Problem]:
-    """Every unusable `submit.*` value of a submitting config, each naming its key."""
+    """Every unusable `submit.*` value of a submitting config, each naming its key: the backend's own checks."""
     found = env_problems(cfg)
     s = cfg.get("submit")
     if s is None:
         return found
-    backend = s.get("backend")
-    if backend not in BACKENDS:
-        return [
-            *found,
-            error(
-                "submit.backend",
-                f"submit.backend={backend!r}: use {choices()}",
-            ),
-        ]
-    if backend == "none":
+    chosen = named(s.get("backend"))
+    if chosen is None:
+        return [*found, error("submit.backend", f"submit.backend={s.get('backend')!r}: use {choices()}")]
+    if chosen.submit is None:
         return found
     # secrets in these values: config/secrets.py, before Hydra writes anything
-    _python(s, found)
-    if backend == "slurm":
-        _slurm(s, found)
-        _chain(cfg, found)
-    elif backend == "kuberay":
-        found += kuberay_problems(cfg)
-    elif backend == "ray_job":
-        _address(s.get("address"), found)
-    return found
+    if "python" in s:  # the relaunch's Python on the cluster (run/submit/base.py relaunch_argv)
+        _python(s, found)
+    return found + chosen.problems(cfg)

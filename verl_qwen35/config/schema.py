@@ -5,6 +5,8 @@ from dataclasses import dataclass, field
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from verl_qwen35.config.backends import backends
+
 ACTOR = "actor_rollout_ref.actor.megatron"
 REF = "actor_rollout_ref.ref.megatron"
 # Parallel sizes are part of the patch; each interpolates one `parallel.*` key.
@@ -179,92 +181,6 @@ class Trial:
     checkpoint_dir: str = "checkpoints/${trainer.project_name}/trial_resume_drill"
 
 
-@dataclass
-class SubmitNone:
-    backend: str = "none"
-
-
-@dataclass
-class SubmitRayJob:
-    backend: str = "ray_job"
-    address: str = "http://127.0.0.1:8265"
-    python: str = "python"
-
-
-@dataclass
-class SlurmRay:
-    port: int = 6379
-    dashboard_port: int = 8265
-    client_server_port: int = 10001
-    # The dashboard (Ray's Jobs API, which runs any code sent to it) binds here; null: the head node's address.
-    dashboard_host: str | None = "127.0.0.1"
-    # Ray's token authentication for every node and the run ("token"), or none ("disabled").
-    auth_mode: str = "token"
-    temp_dir: str | None = None
-    interface: str | None = None
-    wait_timeout: int = 600
-    head_args: list[str] = field(default_factory=list)
-    worker_args: list[str] = field(default_factory=list)
-
-
-@dataclass
-class SubmitSlurm:
-    backend: str = "slurm"
-    job_name: str | None = None
-    partition: str | None = None
-    account: str | None = None
-    time: str | None = None
-    exclusive: bool = True
-    cpus_per_node: int | None = None
-    sbatch: list[str] = field(default_factory=list)
-    setup: list[str] = field(default_factory=list)
-    python: str = "python"
-    container: str | None = None
-    mounts: list[str] = field(default_factory=list)
-    # Jobs in a chain, each after the one before (afterany), each resuming from the run's checkpoints.
-    chain: int = 1
-    ray: SlurmRay = field(default_factory=SlurmRay)
-
-
-@dataclass
-class KubeRayStorage:
-    """Shared storage mounted at `mount_path` in every pod: a PersistentVolumeClaim or a host path."""
-
-    # Where it is mounted; the run directory and trainer.default_local_dir must be under it (the same path as here).
-    mount_path: str | None = None
-    pvc: str | None = None
-    host_path: str | None = None
-
-
-@dataclass
-class SubmitKubeRay:
-    backend: str = "kuberay"
-    # metadata.name of the RayJob; null: from trainer.experiment_name (each job of a sweep has its own).
-    name: str | None = None
-    namespace: str = "default"
-    image: str | None = None
-    # true: create the RayJob with the kubernetes client; false: write it and print the `kubectl apply` line.
-    apply: bool = True
-    python: str = "python"
-    # Devices a node holds (null: 8 on GPU, 16 on NPU, an A3 node); a pod cannot ask for more.
-    node_devices: int | None = None
-    # Node labels the worker pods need, beside the device's own label (device_label).
-    node_selector: dict[str, str] = field(default_factory=dict)
-    device_label: bool = True
-    # A Kubernetes Secret (by name) whose keys `secret_env` reads, each into the variable of the same name.
-    secret_name: str | None = None
-    secret_env: list[str] = field(default_factory=list)
-    storage: KubeRayStorage = field(default_factory=KubeRayStorage)
-    # Pods run as your uid/gid: they read the run's private launch.yaml and the relaunch trusts it as yours.
-    run_as_submitter: bool = True
-    ttl_seconds_after_finished: int = 600
-    active_deadline_seconds: int | None = None
-
-
-# The one list of submission backends, by the `backend` each node sets: conf/submit/<backend>.yaml types itself
-# with `submit_<backend>`, the preflight (checks/submit.py) refuses any other, run/submit/ dispatches on it.
-SUBMIT_NODES = {node.backend: node for node in (SubmitNone, SubmitSlurm, SubmitRayJob, SubmitKubeRay)}
-BACKENDS = tuple(SUBMIT_NODES)
 SCHEMA_GROUP = "verl_qwen35_schema"
 # Our top-level nodes; the rest of the config is verl's own. `dry_run` is false, true or "full": a bool
 # or a string, which OmegaConf cannot type as one (run/job.py's mode_of checks it).
@@ -284,5 +200,5 @@ def register_schema() -> None:
     store = ConfigStore.instance()
     for name, node in NODES.items():
         store.store(group=SCHEMA_GROUP, name=name, node=node, package=name)
-    for backend, node in SUBMIT_NODES.items():
-        store.store(group=SCHEMA_GROUP, name=f"submit_{backend}", node=node)
+    for name, backend in backends().items():  # each conf/submit/<name>.yaml extends its own
+        store.store(group=SCHEMA_GROUP, name=f"submit_{name}", node=backend.options)

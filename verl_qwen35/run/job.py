@@ -200,7 +200,7 @@ def unmade(line: str) -> str:
 
 
 def submit_run(cfg: DictConfig, output_dir: str, schema: str | None, dry: bool) -> None:
-    """Submit the run directory with its launch.yaml (submit=slurm|ray_job); the job id goes to verdict.json."""
+    """Submit the run directory with its launch.yaml (submit=<backend>); the job id goes to verdict.json."""
     try:
         job_id = submit(cfg, Path(output_dir), dry, lambda: write_launch_file(cfg, output_dir, schema))
     except SubmitError as err:

@@ -1,8 +1,9 @@
-"""Submission to a cluster (`submit=slurm|ray_job|kuberay`), after the preflight.
+"""Submission to a cluster (`submit=<backend>`, conf/submit/), after the preflight.
 
 What runs on the cluster is `python -m verl_qwen35 relaunch <run dir>`, reading the run
 directory's launch.yaml: a submitted run and a relaunch are the same thing. Ray and the
-Slurm commands are used only here, on the submission path.
+Slurm commands are used only here, on the submission path. Each backend is one module of this
+package exposing `BACKEND` (base.py `Backend`), found by the one table, config/backends.py.
 """
 
 from collections.abc import Callable
@@ -10,31 +11,24 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from verl_qwen35.checks.problem import Problem, error
+from verl_qwen35.checks.problem import Problem
+from verl_qwen35.config.backends import named
 from verl_qwen35.run.stops import stoppable
-from verl_qwen35.run.submit import kuberay, slurm
-from verl_qwen35.run.submit.base import SubmitError, ray_device, relaunch_argv, submitting
-from verl_qwen35.run.submit.kuberay import submit_kuberay
-from verl_qwen35.run.submit.ray_job import submit_ray_job
-from verl_qwen35.run.submit.slurm import submit_slurm
+from verl_qwen35.run.submit.base import SubmitError, ray_device, relaunch_argv
 
-__all__ = ["SUBMITTERS", "SubmitError", "ray_device", "relaunch_argv", "run_dir_problems", "submit", "submitting"]
+__all__ = ["SubmitError", "ray_device", "relaunch_argv", "run_dir_problems", "submit", "submitting"]
 
-Submitter = Callable[[DictConfig, Path, bool, Callable[[], Path]], str | None]
-# One per backend of the schema's list (config/schema.py BACKENDS) but `none`, which launches here
-# (tests/integration/test_submit.py keeps the two and conf/submit/ the same).
-SUBMITTERS: dict[str, Submitter] = {"slurm": submit_slurm, "ray_job": submit_ray_job, "kuberay": submit_kuberay}
+
+def submitting(cfg: DictConfig) -> bool:
+    """Whether the run goes to a cluster (a name no backend declares counts: the preflight refuses it)."""
+    chosen = named(cfg.submit.backend)
+    return chosen is None or chosen.submit is not None
 
 
 def run_dir_problems(cfg: DictConfig, run_dir: Path) -> list[Problem]:
     """What the submission would refuse about the run directory Hydra chose (known only once the run starts):
     part of the verdict, so a dry run never says OK and then fails."""
-    backend = cfg.submit.backend
-    if backend == "kuberay" and (why := kuberay.storage_problem(cfg, run_dir)):
-        return [error(("submit.storage.mount_path", "hydra.run.dir", "trainer.default_local_dir"), why)]
-    if backend == "slurm" and (why := slurm.run_dir_problem(run_dir)):
-        return [error("hydra.run.dir", why)]
-    return []
+    return named(cfg.submit.backend).run_dir_problems(cfg, run_dir)
 
 
 def submit(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
@@ -48,4 +42,4 @@ def submit(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callabl
     ran) ends the command here, before anything is submitted, and one during it cuts the call where it stands.
     """
     with stoppable():
-        return SUBMITTERS[cfg.submit.backend](cfg, run_dir, dry, write_launch_file)
+        return named(cfg.submit.backend).submit(cfg, run_dir, dry, write_launch_file)

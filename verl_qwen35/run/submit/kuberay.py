@@ -11,6 +11,7 @@ The manifest is data (YAML), not shell: only the entrypoint is a command line, w
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,14 @@ import yaml
 from omegaconf import DictConfig
 
 from verl_qwen35 import shell
+from verl_qwen35.checks.kuberay import kuberay_problems
+from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.config.secrets import redact
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import digest
 from verl_qwen35.run.private_files import write_private
 from verl_qwen35.run.stops import stoppable
-from verl_qwen35.run.submit.base import SubmitError, ray_device, relaunch_argv
+from verl_qwen35.run.submit.base import Backend, SubmitError, ray_device, relaunch_argv
 from verl_qwen35.terminal import say
 
 MANIFEST = "rayjob.yaml"
@@ -38,6 +41,41 @@ NODE_SELECTOR = {"GPU": {"nvidia.com/gpu.present": "true"}, "NPU": {"accelerator
 # (ray-operator/controllers/ray/utils/validation.go ValidateRayJobMetadata, MaxRayJobNameLength in constant.go).
 MAX_NAME = 47
 _NOT_NAME = re.compile(r"[^a-z0-9-]+")
+
+
+@dataclass
+class KubeRayStorage:
+    """Shared storage mounted at `mount_path` in every pod: a PersistentVolumeClaim or a host path."""
+
+    # Where it is mounted; the run directory and trainer.default_local_dir must be under it (the same path as here).
+    mount_path: str | None = None
+    pvc: str | None = None
+    host_path: str | None = None
+
+
+@dataclass
+class SubmitKubeRay:
+    backend: str = "kuberay"
+    # metadata.name of the RayJob; null: from trainer.experiment_name (each job of a sweep has its own).
+    name: str | None = None
+    namespace: str = "default"
+    image: str | None = None
+    # true: create the RayJob with the kubernetes client; false: write it and print the `kubectl apply` line.
+    apply: bool = True
+    python: str = "python"
+    # Devices a node holds (null: 8 on GPU, 16 on NPU, an A3 node); a pod cannot ask for more.
+    node_devices: int | None = None
+    # Node labels the worker pods need, beside the device's own label (device_label).
+    node_selector: dict[str, str] = field(default_factory=dict)
+    device_label: bool = True
+    # A Kubernetes Secret (by name) whose keys `secret_env` reads, each into the variable of the same name.
+    secret_name: str | None = None
+    secret_env: list[str] = field(default_factory=list)
+    storage: KubeRayStorage = field(default_factory=KubeRayStorage)
+    # Pods run as your uid/gid: they read the run's private launch.yaml and the relaunch trusts it as yours.
+    run_as_submitter: bool = True
+    ttl_seconds_after_finished: int = 600
+    active_deadline_seconds: int | None = None
 
 
 def job_name(cfg: DictConfig) -> str:
@@ -156,6 +194,12 @@ def storage_problem(cfg: DictConfig, run_dir: Path) -> str | None:
     return None
 
 
+def run_dir_problems(cfg: DictConfig, run_dir: Path) -> list[Problem]:
+    if why := storage_problem(cfg, run_dir):
+        return [error(("submit.storage.mount_path", "hydra.run.dir", "trainer.default_local_dir"), why)]
+    return []
+
+
 def create(body: dict[str, Any]) -> str:
     """Create the RayJob with the kubernetes client and the user's kubeconfig (or the pod's service account)."""
     from kubernetes import client, config
@@ -207,3 +251,12 @@ def submit_kuberay(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file:
     say(f"kuberay    submitted RayJob {namespace}/{name} ({uid})")
     say(f"log        kubectl logs -n {namespace} -f -l job-name={name}")
     return name
+
+
+BACKEND = Backend(
+    name="kuberay",
+    options=SubmitKubeRay,
+    problems=kuberay_problems,
+    run_dir_problems=run_dir_problems,
+    submit=submit_kuberay,
+)

@@ -7,17 +7,26 @@ submit --runtime-env-json` would send it.
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig
 
 from verl_qwen35 import shell
+from verl_qwen35.checks.submit import ray_job_problems
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import digest
 from verl_qwen35.run.stops import stoppable
-from verl_qwen35.run.submit.base import SubmitError, relaunch_argv
+from verl_qwen35.run.submit.base import Backend, SubmitError, relaunch_argv
 from verl_qwen35.terminal import say
+
+
+@dataclass
+class SubmitRayJob:
+    backend: str = "ray_job"
+    address: str = "http://127.0.0.1:8265"
+    python: str = "python"
 
 
 def runtime_env(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
@@ -78,3 +87,6 @@ def submit_ray_job(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file:
     say(f"ray_job    submitted job {job_id}")
     say(f"log        ray job logs --address {address} --follow {job_id}")
     return job_id
+
+
+BACKEND = Backend(name="ray_job", options=SubmitRayJob, problems=ray_job_problems, submit=submit_ray_job)

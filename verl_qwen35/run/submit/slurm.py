@@ -10,21 +10,59 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from omegaconf import DictConfig
 
 from verl_qwen35 import shell
+from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.schedule import train_rows, training_steps
+from verl_qwen35.checks.submit import slurm_problems
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.launch_record import digest
 from verl_qwen35.run.private_files import write_private
-from verl_qwen35.run.submit.base import SubmitError, ray_device
+from verl_qwen35.run.submit.base import Backend, SubmitError, ray_device
 from verl_qwen35.terminal import say
 
 TEMPLATE = Path(__file__).with_name("job.sbatch")
 SCRIPT = "job.sbatch"
 FAILED = "chain.failed"  # job.sbatch writes it when a job of a chain fails; the later ones stop at it
+
+
+@dataclass
+class SlurmRay:
+    port: int = 6379
+    dashboard_port: int = 8265
+    client_server_port: int = 10001
+    # The dashboard (Ray's Jobs API, which runs any code sent to it) binds here; null: the head node's address.
+    dashboard_host: str | None = "127.0.0.1"
+    # Ray's token authentication for every node and the run ("token"), or none ("disabled").
+    auth_mode: str = "token"
+    temp_dir: str | None = None
+    interface: str | None = None
+    wait_timeout: int = 600
+    head_args: list[str] = field(default_factory=list)
+    worker_args: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SubmitSlurm:
+    backend: str = "slurm"
+    job_name: str | None = None
+    partition: str | None = None
+    account: str | None = None
+    time: str | None = None
+    exclusive: bool = True
+    cpus_per_node: int | None = None
+    sbatch: list[str] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)
+    python: str = "python"
+    container: str | None = None
+    mounts: list[str] = field(default_factory=list)
+    # Jobs in a chain, each after the one before (afterany), each resuming from the run's checkpoints.
+    chain: int = 1
+    ray: SlurmRay = field(default_factory=SlurmRay)
 
 
 def sbatch_options(cfg: DictConfig, run_dir: Path) -> list[str]:
@@ -144,6 +182,10 @@ def run_dir_problem(run_dir: Path) -> str | None:
     return None
 
 
+def run_dir_problems(cfg: DictConfig, run_dir: Path) -> list[Problem]:
+    return [error("hydra.run.dir", why)] if (why := run_dir_problem(run_dir)) else []
+
+
 def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
     """Write launch.yaml and job.sbatch; unless dry, `sbatch` it and return the job id."""
     if why := run_dir_problem(run_dir):
@@ -181,3 +223,8 @@ def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: C
     say(f"slurm      submitted job {job_id}")
     say(f"log        {run_dir}/slurm-{job_id}.out (Ray: {run_dir}/slurm-{job_id}/ray-*.log)")
     return job_id
+
+
+BACKEND = Backend(
+    name="slurm", options=SubmitSlurm, problems=slurm_problems, run_dir_problems=run_dir_problems, submit=submit_slurm
+)
