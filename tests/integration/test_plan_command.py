@@ -139,11 +139,21 @@ def test_sweep_over_the_top_layouts_is_one_command(cli, tmp_path):
     assert [r["parallel"] for r in rows] == sorted(p.stem for p in (tmp_path / "plans" / "parallel").glob("*.yaml"))
 
 
-def test_no_fitting_layout_exits_2_and_says_how_far_off(cli):
-    run = cli("plan", "model=397b", "device=gpu", "parallel.nnodes=1", "--top", "3")
-    assert run.code == 2
-    assert "no accepted layout fits" in run.err and "parallel.nnodes" in run.err
-    assert "Traceback" not in run.err
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["model=397b", "device=gpu", "parallel.nnodes=1"], "[parallel.ep, parallel.pp, hardware.device_memory_gib]"),
+        # the closest layout's device peak (92 of 95 GiB) is under the device's size: host memory is what fails
+        (["model=122b", "device=gpu", "parallel.nnodes=1"], "[hardware.host_memory_gib,"),
+    ],
+    ids=["device-memory", "host-memory"],
+)
+def test_no_fitting_layout_exits_2_and_says_why_and_what_to_change(cli, args, why):
+    run = cli("plan", *args, "--top", "3")
+    assert run.code == 2 and "Traceback" not in run.err
+    assert "nothing fits: no accepted layout" in run.err and "tier 1" not in run.out
+    assert f"does not fit: {why}" in run.err
+    assert "to change: more devices (parallel.nnodes)" in run.err
 
 
 @pytest.mark.parametrize(

@@ -375,6 +375,12 @@ def test_without_matplotlib_the_plots_extra_is_named_and_no_plots_still_works(tm
     assert summary.returncode == 0 and "critic/score/mean" in summary.stdout, summary.stderr
 
 
+def test_a_directory_without_metrics_says_so_before_asking_for_matplotlib(cli, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # not installed: `import matplotlib` raises ImportError
+    done = cli("report", str(tmp_path))
+    assert done.code == 2 and "no metrics" in done.err and "matplotlib" not in done.err
+
+
 def test_event_files_tensorboard_cannot_read_are_a_note_beside_the_file_logger_else_the_answer(cli, tmp_path):
     events = tmp_path / "tensorboard"
     events.mkdir()

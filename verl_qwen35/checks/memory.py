@@ -97,8 +97,11 @@ def _peak_keys(e: memory_model.MemoryEstimate) -> tuple[str, ...]:
     return (KEYS["ep"], KEYS["pp"], DEVICE_CAP)
 
 
-def memory_problems(cfg: DictConfig, estimate: memory_model.MemoryEstimate | None = None) -> list[Problem]:
-    """`estimate`: this config's, when the caller has it (a `Run`'s); else computed here."""
+def memory_problems(
+    cfg: DictConfig, estimate: memory_model.MemoryEstimate | None = None, layout: Layout | None = None
+) -> list[Problem]:
+    """`estimate`: this config's, when the caller has it (a `Run`'s); else computed here. `layout`: the layout
+    `estimate` is of when it is not the config's own (a planner candidate's)."""
     if estimate is None and (bad_input := input_problems(cfg)):
         return bad_input
     e = estimate or estimate_of(cfg)
@@ -154,7 +157,7 @@ def memory_problems(cfg: DictConfig, estimate: memory_model.MemoryEstimate | Non
             error(
                 (UTIL, KEYS["gen_tp"], "data.max_response_length"),
                 f"vLLM's budget {r['vllm_budget']:.1f} GiB ({UTIL}={util} x {cap:g}) {held} its weights and "
-                f"workspace ({needed:.1f} GiB at gen_tp={Layout.of(cfg).gen_tp}) and has no room for one "
+                f"workspace ({needed:.1f} GiB at gen_tp={(layout or Layout.of(cfg)).gen_tp}) and has no room for one "
                 f"full-length sequence ({r['kv_per_token_kib']:.1f} KiB KV per token, "
                 f"{r['gdn_state_per_sequence_mib']:.1f} MiB Gated DeltaNet state); raise {UTIL}, raise "
                 "parallel.gen_tp (or the rollout expert_parallel_size), or shorten data.max_prompt_length / "

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from verl_qwen35.cli.presets import COMMAND, default_choices, default_text, discover, presets_text
 from verl_qwen35.config.choices import OUR_GROUPS
-from verl_qwen35.terminal import say
+from verl_qwen35.terminal import SafeParser, say
 
 PRESETS_FLAG = "--presets"
 HELP_FLAGS = ("--help", "-h")
@@ -126,6 +126,25 @@ def serve_listing(argv: list[str], subcommands: Iterable[str] = ()) -> int:
     else:
         say(presets_text(dirs), end="")
     return 0
+
+
+def presets_main(argv: list[str]) -> int:
+    """`verl-qwen35 presets [--config-dir DIR]`: the listing `--presets` prints; its own `--help`."""
+    parser = SafeParser(
+        prog=f"{COMMAND} presets",
+        description="List every group's options (models, devices, layouts with nodes x devices, tunings), "
+        "read from conf/ and each --config-dir; pick one with GROUP=OPTION.",
+    )
+    parser.add_argument(
+        *_CONFIG_DIR_FLAGS,
+        dest="config_dirs",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="your own presets, DIR/<group>/<name>.yaml, listed beside ours (may be repeated)",
+    )
+    args = parser.parse_args(argv)
+    return serve_listing([PRESETS_FLAG, *(f"--config-dir={d}" for d in args.config_dirs)])
 
 
 def handled(argv: list[str], hydra_main: Callable[[], None], subcommands: Iterable[str] = ()) -> bool:

@@ -41,10 +41,6 @@ from verl_qwen35.run.sweep import guarded_job, in_multirun, interrupted, release
 from verl_qwen35.terminal import safe
 
 
-def _presets(argv: list[str]) -> int:
-    return help.serve_listing([help.PRESETS_FLAG, *argv])
-
-
 def _subcommand(module: str) -> Callable[[list[str]], int]:
     """`verl_qwen35.cli.<module>.main`, imported when that subcommand runs (a run imports none of them)."""
 
@@ -74,7 +70,7 @@ SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
         _subcommand("import_script"),
         "import SCRIPT [--device gpu|npu] [--out DIR]  a launch script as a preset",
     ),
-    "presets": (_presets, "presets [--config-dir DIR]           models, devices, layouts, tunings"),
+    "presets": (help.presets_main, "presets [--config-dir DIR]           models, devices, layouts, tunings"),
 }
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.layout import positive_problems
+from verl_qwen35.checks.memory import memory_problems
 from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.cli.answers import answered
@@ -539,14 +540,15 @@ def _print_table(
     )
     if shown:
         say(table(shown, own_split, device))
-    say(
-        f"tiers: tier 1 ('equal') holds the {found.tier_size} layouts whose predicted step lies within the band of "
-        "the fastest: the model cannot tell them apart, so they are ordered by (1) headroom at or above "
-        f"--min-headroom ({min_headroom:.0%}) first, (2) more memory headroom in 5% steps (the [N+] beside it: 26% "
-        "and 29% are one step, 25-30%), (3) fewer group kinds crossing a node (x-node: TP, CP, EP, ETP, DP, PP), "
-        "(4) the config's own layout, (5) fewer predicted seconds; tier 2 follows by predicted seconds "
-        "(verl_qwen35/model/step_time.py; each training layout with its fastest fitting rollout layout)"
-    )
+    if rows:  # nothing fits: no tiers to explain; the answer on stderr says why and what to change
+        say(
+            f"tiers: tier 1 ('equal') holds the {found.tier_size} layouts whose predicted step lies within the band of "
+            "the fastest: the model cannot tell them apart, so they are ordered by (1) headroom at or above "
+            f"--min-headroom ({min_headroom:.0%}) first, (2) more memory headroom in 5% steps (the [N+] beside it: "
+            "26% and 29% are one step, 25-30%), (3) fewer group kinds crossing a node (x-node: TP, CP, EP, ETP, DP, "
+            "PP), (4) the config's own layout, (5) fewer predicted seconds; tier 2 follows by predicted seconds "
+            "(verl_qwen35/model/step_time.py; each training layout with its fastest fitting rollout layout)"
+        )
     marked = [c for _, c in shown if not rollout_measured(c.layout, device)]
     if marked:
         say(f"gen *: {unmeasured_note(marked[0].layout, device)}")
@@ -603,16 +605,30 @@ def _nothing_fits(resolved: DictConfig, own: Layout, found: Search) -> int:
             file=sys.stderr,
         )
         return 2
-    closest = ", ".join(
-        f"{' '.join(overrides_of(c.layout, c.split, changed=c.batches))} needs {c.estimate.peak_gib:.0f} GiB"
-        for c in found.closest[:3]
+    hw = resolved.hardware
+    where = (
+        f"{PROG}: nothing fits: no accepted layout of {resolved.model.name} fits in memory on {own.nnodes} x "
+        f"{own.devices_per_node} = {own.world} devices (hardware.device_memory_gib={hw.device_memory_gib:g}, "
+        f"hardware.host_memory_gib={hw.host_memory_gib:g} a node)"
     )
-    say(
-        f"{PROG}: no accepted layout fits in memory on {own.nnodes} x {own.devices_per_node} "
-        f"(hardware.device_memory_gib={resolved.hardware.device_memory_gib:g}); closest: {closest or 'none'}. "
-        "Raise parallel.nnodes, or check hardware.* against your machines.",
-        file=sys.stderr,
+    advice = (
+        "to change: more devices (parallel.nnodes), or what each failing constraint above names; hardware.* if it "
+        "does not describe your machines"
     )
+    if not found.closest:
+        say(f"{where}; {advice}", file=sys.stderr)
+        return 2
+    c = found.closest[0]
+    e = c.estimate
+    failed = [p for p in memory_problems(resolved, e, c.layout) if p.level == "error"]
+    lines = [
+        f"{where}.",
+        f"closest: {' '.join(overrides_of(c.layout, c.split, changed=c.batches))} (device peak {e.peak_gib:.1f} "
+        f"GiB of {e.device_memory_gib:g} GiB; host {e.host_per_node_gib:.0f} GiB of {e.host_memory_gib:g} a node)",
+        *(f"  does not fit: [{', '.join(k.split(' ')[0] for k in p.keys)}] {p.message}" for p in failed),
+        advice,
+    ]
+    say("\n".join(lines), file=sys.stderr)
     return 2
 
 

@@ -47,19 +47,20 @@ def report(target: Path, out: Path | None, as_json: bool, draw: bool, calibratio
         cal = read_file(calibration) if calibration else None
     except InputError as err:
         raise UserError(f"--calibration: {err}") from None
-    if draw:
-        plots.require_matplotlib()
     target = target.absolute()
     within = target if out is None else None  # RUN_DIR/report: no link in it is followed; --out DIR: the user's
     out = (out or target / REPORT_DIR).absolute()
-    if is_sweep(target):
-        reports = sweep_reports(target, cal)
+    # Read first: a directory without metrics says so whether matplotlib is installed or not.
+    sweep = is_sweep(target)
+    reports = sweep_reports(target, cal) if sweep else [run_report(target, cal)]
+    if draw:
+        plots.require_matplotlib()  # before anything is drawn or printed
+    if sweep:
         written = plots.sweep_figures(reports, out, within) if draw else []
         data, text = sweep_json(target, reports), sweep_text(target, reports, written)
     else:
-        one = run_report(target, cal)
-        written = [plots.run_figure(one, out, within)] if draw else []
-        data, text = run_json(one), run_text(one, written)
+        written = [plots.run_figure(reports[0], out, within)] if draw else []
+        data, text = run_json(reports[0]), run_text(reports[0], written)
     if as_json:
         say(dumps({**data, "plots": [str(p) for p in written]}))
     else:

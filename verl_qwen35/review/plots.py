@@ -35,7 +35,7 @@ DRAWABLE = 1e100
 
 
 def require_matplotlib() -> None:
-    """Refuse before anything is read or printed when the plots cannot be drawn."""
+    """Refuse before anything is drawn or printed when the plots cannot be drawn."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
