@@ -111,6 +111,9 @@ def test_the_full_dry_run_accepts_the_drill(tmp_path, data, device, option):
     configs. The resumed checkpoint does not exist before its first job has run: a warning, not a refusal."""
     run = verl_qwen35(tmp_path, "model=35b", f"device={device}", f"trial={option}", "dry_run=full", *data)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    # torch's, megatron-core's and verl's import notices held back: one line says how many and how to see them
+    assert "Warning:" not in run.stderr and "][INFO] - " not in run.stdout
+    assert "library    " in run.stdout and "VERL_QWEN35_VERBOSE=1 prints them" in run.stdout
     steps = 4 if option == "drill_save" else 5
     assert f"dataloaders ({steps} steps)" in run.stdout
     assert f"{steps} optimizer steps" in run.stdout

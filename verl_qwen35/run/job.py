@@ -35,6 +35,7 @@ from verl_qwen35.run.submit import SubmitError, run_dir_problems, submit, submit
 from verl_qwen35.run.sweep import in_multirun, note_job_id, write_verdict
 from verl_qwen35.run.tracking_files import keep_file_history
 from verl_qwen35.terminal import say
+from verl_qwen35.validators.library_output import held_back
 
 __all__ = ["MODES", "job_context", "launch_now", "run_job"]
 
@@ -96,9 +97,10 @@ def real_or_missing(run: Run) -> list[Problem]:
     """The real validators and the rehearsal; a package their imports need and this install lacks (an install
     without verl's runtime extras) is one refusal naming it and the extra that brings it."""
     try:
-        from verl_qwen35.validators.real import real_problems  # imports torch, megatron-core and verl
+        with held_back():  # their import notices and CPU fallbacks: counted in one line, kept in the job's log
+            from verl_qwen35.validators.real import real_problems  # imports torch, megatron-core and verl
 
-        return real_problems(writable(run.config), run.device)  # verl's dataclasses edit what they are given
+            return real_problems(writable(run.config), run.device)  # verl's dataclasses edit what they are given
     except ModuleNotFoundError as err:
         if not err.name:
             raise

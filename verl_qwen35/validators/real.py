@@ -30,6 +30,7 @@ from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.pipeline import FIRST, LAST, OTC, PP, VPP
 from verl_qwen35.terminal import say
 from verl_qwen35.validators.bridge import installed, mbridge_values, source_line
+from verl_qwen35.validators.calling import quietly
 from verl_qwen35.validators.critic_model import critic_judged_here
 from verl_qwen35.validators.rehearsal import rehearsal_problems
 from verl_qwen35.validators.rollout_server import real_rollout_problems
@@ -273,7 +274,8 @@ def real_verl_problems(cfg: DictConfig) -> list[Problem]:
 
     with critic_judged_here(cfg) as (judged, found):
         steps = [
-            (ROOT, lambda: validate_config(judged, need_reference_policy(judged), need_critic(judged))),
+            # quietly: verl prints its success and warns of what it turns off
+            (ROOT, lambda: quietly(validate_config, judged, need_reference_policy(judged), need_critic(judged))),
             ("actor_rollout_ref.actor", lambda: omega_conf_to_dataclass(cfg.actor_rollout_ref.actor)),
             ("actor_rollout_ref.ref", lambda: omega_conf_to_dataclass(ref_as_verl_builds_it(cfg))),
             ("actor_rollout_ref.rollout", lambda: omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)),
