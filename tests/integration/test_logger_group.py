@@ -142,6 +142,16 @@ def test_a_mode_in_env_set_against_the_option_chosen_is_named(cli, option, mode,
 def test_the_options_own_modes_are_not_flagged(cli):
     said = cli("logger=[wandb_offline,swanlab_local]", "dry_run=true")
     assert said.code == 0 and "logger=" not in said.err, said.err
+    assert " online: the run needs the network" not in said.out
+
+
+def test_a_dry_run_says_the_default_logger_syncs_online_and_how_to_keep_it_local(cli):
+    """The default logger is wandb online: a dry run needs neither network nor key, the run does."""
+    said = cli("dry_run=true")
+    assert said.code == 0, said.err
+    assert "logs       console | wandb online " in said.out
+    assert "wandb online: the run needs the network and WANDB_API_KEY (or a saved `wandb login`)" in said.out
+    assert "logger=[console,wandb_offline] keeps it on disk, logger=[console,file] needs no account" in said.out
 
 
 def test_swanlab_online_without_an_api_key_in_the_shell_is_a_launch_warning():

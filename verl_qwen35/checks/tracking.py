@@ -42,6 +42,21 @@ def _online(backend: str, mode: object) -> bool:
     return str(mode) in ONLINE[backend]
 
 
+# The variable each online backend reads its key from (a shell value or a saved login; never the config).
+KEY = {"wandb": "WANDB_API_KEY", "swanlab": "SWANLAB_API_KEY"}
+
+
+def syncs(cfg: DictConfig, backend: str) -> bool:
+    """Whether a backend syncs over the network, by the mode env.set gives it; without one, the backend's own default
+    (wandb: online, swanlab: cloud)."""
+    return backend in ONLINE and _online(backend, cfg.env.set.get(MODE[backend], ONLINE[backend][0]))
+
+
+def local_options(cfg: DictConfig) -> list[str]:
+    """The logger options (conf/logger/) of trainer.logger's backends, each that syncs replaced by its offline one."""
+    return [OPTION[(b, False)] if b in ONLINE else b for b in backends(cfg)]
+
+
 def tracking_problems(cfg: DictConfig) -> list[Problem]:
     """trainer.logger set past the group, and a backend's mode in env.set contradicting the option chosen."""
     group = chosen(cfg)

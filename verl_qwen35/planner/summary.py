@@ -9,7 +9,7 @@ from verl_qwen35.checks.megatron_keys import mcore_in_use, planned_mcore
 from verl_qwen35.checks.memory import memory_lines
 from verl_qwen35.checks.rewrites import DEVICE_NAMES
 from verl_qwen35.checks.schedule import train_rows, training_steps
-from verl_qwen35.checks.tracking import backends
+from verl_qwen35.checks.tracking import KEY, backends, local_options, syncs
 from verl_qwen35.checks.verl_target import verl_in_use
 from verl_qwen35.config.choices import options
 from verl_qwen35.config.tracking import MODE, PLACE
@@ -47,6 +47,20 @@ def logs_line(cfg: DictConfig) -> str:
         place = f" {env[PLACE[name]]}" if name in PLACE and PLACE[name] in env else ""
         parts.append(f"{name}{mode}{place}")
     return f"logs       {' | '.join(parts) or 'none (trainer.logger is empty)'}"
+
+
+def online_lines(cfg: DictConfig) -> list[str]:
+    """Each backend that syncs over the network at run time, with what it needs and the option that keeps it local:
+    the default logger is wandb online, which a dry run needs neither network nor key to accept."""
+    online = [b for b in backends(cfg) if syncs(cfg, b)]
+    if not online:
+        return []
+    needs = " and ".join(f"{KEY[b]} (or a saved `{b} login`)" for b in online)
+    return [
+        f"           {', '.join(online)} online: the run needs the network and {needs} where it starts; "
+        f"logger=[{','.join(local_options(cfg))}] keeps it on disk, logger=[console,file] needs no account "
+        "(the options: conf/logger/, verl-qwen35 presets)"
+    ]
 
 
 @cache
@@ -142,5 +156,6 @@ def plan_lines(run: Run) -> list[str]:
         f"env        {len(cfg.env.set)} variables to the driver and every Ray worker; cleared: {', '.join(unset)}",
         f"checkpoint {cfg.trainer.default_local_dir}",
         logs_line(cfg),
+        *online_lines(cfg),
         f"outputs    {output_dir or '(not a Hydra run)'}",
     ]
