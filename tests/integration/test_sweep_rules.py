@@ -79,7 +79,7 @@ def test_a_sweep_with_one_refused_job_exits_2_and_tabulates_every_job(multirun, 
     assert verdicts[1]["errors"][0]["keys"][0].startswith("parallel.tp")
     assert verdicts[0]["mode"] == "dry" and "parallel.tp=2" in verdicts[0]["overrides"]
     (warned,) = [w for w in verdicts[0]["warnings"] if w["keys"] == ["data.train_files"]]
-    assert warned["message"].startswith("/nonexistent/train.parquet does not exist; prepare it with")
+    assert warned["message"].startswith("/nonexistent/train.parquet does not exist; correct the path data.train_")
     assert json.loads((tmp_path / "sweep" / "summary.json").read_text())[1]["valid"] is False
 
 

@@ -60,10 +60,11 @@ def test_a_file_that_is_not_parquet_is_an_error(tmp_path):
 
 
 @pytest.mark.parametrize("level", ["warning", "error"])
-def test_a_missing_file_has_the_level_of_the_mode_and_the_prepare_command(tmp_path, level):
+def test_a_missing_file_of_the_users_own_has_the_level_of_the_mode_and_names_the_key(tmp_path, level):
     found = data_problems(cfg_with(tmp_path, tmp_path / "no.parquet", tmp_path / "nope.parquet"), missing=level)
     assert [p.level for p in found] == [level, level]
-    assert f"prepare it with: verl-qwen35 data --out {tmp_path}" in found[0].message
+    assert found[0].message.startswith(f"{tmp_path}/no.parquet does not exist; correct the path data.train_files gives")
+    assert "verl-qwen35 data" not in found[0].message  # the geo3k download is no answer for the user's own data
     # Only a warning says it is one because of where it runs (the same file may exist on the cluster).
     marked = found[0].message.endswith("[machine check: an error at launch and with dry_run=full]")
     assert marked == (level == "warning")
@@ -275,22 +276,26 @@ def _advised_out(said: str, key: str) -> Path:
     return Path(shlex.split(line.split("prepare it with: ", 1)[1].split(",")[0].split(" [machine")[0])[3])
 
 
-def test_following_the_missing_data_advice_leads_to_a_run_without_the_warning(cli, tmp_path):
-    """The advised `verl-qwen35 data --out DIR` writes exactly where data.train_files / data.val_files point (here
-    a relative path, read from the launch directory); its download is replaced by writing the same two files."""
+def test_following_the_missing_data_advice_leads_to_a_run_without_the_warning(cli, tmp_path, monkeypatch):
+    """The presets' own data files (conf/config.yaml: under $HOME/data/geo3k) get the download: the advised
+    `verl-qwen35 data --out DIR` writes exactly there; its download is replaced by writing the same two files."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     overrides = ("model=35b", "device=gpu", "dry_run=true")
-    places = ("data.train_files=my data/train.parquet", "data.val_files=my data/test.parquet")
-    before = cli(*overrides, *places)
+    before = cli(*overrides)
     assert before.code == 0, before.said
     out = _advised_out(before.said, "data.train_files")
-    assert out == _advised_out(before.said, "data.val_files") == (tmp_path / "my data").absolute()
+    assert out == _advised_out(before.said, "data.val_files") == tmp_path / "home" / "data" / "geo3k"
     write_geo3k_stub(out)  # what `verl-qwen35 data --out DIR` leaves: DIR/train.parquet, DIR/test.parquet
-    after = cli(*overrides, *places)
+    after = cli(*overrides)
     assert after.code == 0 and "[data." not in after.said, after.said
 
 
-def test_a_file_name_the_data_command_does_not_write_gets_the_override_that_points_at_what_it_writes(cli, tmp_path):
-    done = cli("model=35b", "device=gpu", "dry_run=true", f"data.train_files={tmp_path}/geo3k_train.parquet")
+def test_a_missing_file_of_the_users_own_gets_no_geo3k_download(cli, tmp_path):
+    """A relative path is read from the directory the run starts in: the message says which."""
+    done = cli("model=35b", "device=gpu", "dry_run=true", "data.train_files=my data/train.parquet")
     line = next(x for x in done.err.splitlines() if x.startswith("WARNING [data.train_files]"))
-    assert f"verl-qwen35 data --out {tmp_path}, which writes train.parquet and test.parquet there" in line
-    assert f"then set data.train_files={tmp_path}/train.parquet" in line
+    assert line.startswith(
+        f"WARNING [data.train_files] my data/train.parquet does not exist; correct the path data.train_files gives "
+        f"(read from {tmp_path})"
+    )
+    assert "verl-qwen35 data" not in line

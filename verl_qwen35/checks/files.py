@@ -5,14 +5,16 @@ about a missing file; a launch, or `dry_run=full`, refuses it.
 """
 
 import importlib.util
+import os
 import shlex
 from pathlib import Path
 
-from omegaconf import DictConfig, ListConfig
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from verl_qwen35.checks.problem import Level, Problem
-from verl_qwen35.config.yaml_files import load_json_object
+from verl_qwen35.config.yaml_files import load_json_object, load_yaml
 from verl_qwen35.errors import UserError
+from verl_qwen35.installed import conf_dir
 
 PREPARE = "verl-qwen35 data --out {dir}"
 # What `verl-qwen35 data --out DIR` writes into DIR (cli/data.py), for data.train_files and data.val_files.
@@ -48,15 +50,19 @@ def _paths(value: str | ListConfig) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def prepare_advice(key: str, file: Path) -> str:
-    """The data command that writes exactly the file `key` names: --out is its directory, made absolute here
-    (the check reads a relative path from this directory, as the launch does); a name the command does not write
-    asks for the override that points at what it writes."""
-    out = file.parent if file.is_absolute() or str(file).startswith("~") else file.absolute().parent
-    prepare = f"prepare it with: {PREPARE.format(dir=shlex.quote(str(out)))}"
-    if file.name in DATA_FILES.values():
-        return prepare
-    return f"{prepare}, which writes {' and '.join(DATA_FILES.values())} there, then set {key}={out / DATA_FILES[key]}"
+def preset_data_file(key: str) -> Path:
+    """The file `key` names as conf/config.yaml sets it (`${oc.env:HOME}/data/geo3k/...`, this shell's HOME): the
+    geo3k example data `verl-qwen35 data` downloads."""
+    raw = load_yaml(conf_dir() / "config.yaml")["data"][key.split(".")[1]]
+    return Path(os.path.normpath(str(OmegaConf.create({"value": raw}).value)))
+
+
+def missing_advice(key: str, file: Path) -> str:
+    """The geo3k download for the preset's own example file; for a file of the user's own, the key to correct."""
+    if Path(os.path.normpath(file.expanduser().absolute())) == preset_data_file(key):
+        return f"prepare it with: {PREPARE.format(dir=shlex.quote(str(file.parent)))}"
+    relative = "" if file.is_absolute() or str(file).startswith("~") else f" (read from {Path.cwd()})"
+    return f"correct the path {key} gives{relative}"
 
 
 def data_problems(cfg: DictConfig, missing: Level) -> list[Problem]:
@@ -66,7 +72,7 @@ def data_problems(cfg: DictConfig, missing: Level) -> list[Problem]:
         for path in _paths(cfg.data[key.split(".")[1]]):
             file = Path(path)
             if not file.is_file():
-                advice = prepare_advice(key, file)
+                advice = missing_advice(key, file)
                 found.append(Problem(missing, (key,), f"{path} does not exist; {advice}{_where(missing)}"))
                 continue
             found += _parquet_problems(key, file, columns)

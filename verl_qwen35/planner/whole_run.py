@@ -152,7 +152,7 @@ def _steps(cfg: DictConfig) -> tuple[int | None, str]:
     if steps.total is None:
         return None, (
             f"unknown: {cfg.data.train_files} is not readable here, and verl counts rows // {batch_key} x "
-            "trainer.total_epochs; prepare the data (verl-qwen35 data) or set trainer.total_training_steps"
+            "trainer.total_epochs; make data.train_files readable here or set trainer.total_training_steps"
         )
     return steps.total, (
         f"{rows} rows // {batch_key}={OmegaConf.select(cfg, batch_key)} = {steps.per_epoch} a epoch x "
