@@ -59,3 +59,19 @@ def test_verbose_holds_nothing_back(handlers, capsys, monkeypatch):
     assert "decay style" in console.getvalue() and "accelerator" in console.getvalue()
     assert [str(w.message) for w in shown_warnings] == ["Apex is not installed. Falling back to Torch Norm"]
     assert capsys.readouterr().out == ""
+
+
+def test_outside_hydras_logging_a_librarys_basic_config_adds_no_handler_that_prints(capsys, monkeypatch):
+    """A plain dry run has no job logging: `import verl` calls logging.basicConfig, which would add a stderr handler
+    to the root logger; inside the block a handler of ours stands in, so that call is a no-op."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+    monkeypatch.delenv(VERBOSE, raising=False)
+    with held_back():
+        logging.basicConfig(format="%(levelname)s:%(asctime)s:%(message)s")  # verl/__init__.py set_basic_config
+        logging.getLogger("verl.plugin").warning("No supported accelerator detected.")
+        warnings.warn_explicit("full scope is deprecated.", UserWarning, "transformer_config.py", 1705)
+    said = capsys.readouterr()
+    assert said.err == "" and root.handlers == []
+    assert said.out.startswith("library    1 warning(s) and 1 log line(s) of verl held back")
+    assert "they are in" not in said.out  # no log file keeps them: the line says how to print them

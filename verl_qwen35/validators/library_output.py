@@ -67,6 +67,13 @@ def held_back() -> Iterator[None]:
         yield
         return
     hold = _ConsoleHold()
+    root = logging.getLogger()
+    # Outside Hydra's job logging the root logger has no handler, and `import verl` would add one to stderr
+    # (verl/__init__.py set_basic_config: logging.basicConfig, a no-op where the root has a handler): a stderr
+    # handler of our own stands in for the block, with the same filter.
+    standing_in = None if root.handlers else logging.StreamHandler()
+    if standing_in is not None:
+        root.addHandler(standing_in)
     handlers = _console_handlers()
     for handler in handlers:
         handler.addFilter(hold)
@@ -81,6 +88,8 @@ def held_back() -> Iterator[None]:
     finally:
         for handler in handlers:
             handler.removeFilter(hold)
+        if standing_in is not None:
+            root.removeHandler(standing_in)
     if caught or hold.held:
         sources = sorted(
             ({_package(w.filename) for w in caught} | {r.name.split(".")[0] for r in hold.held.values()}) - {""}
