@@ -17,7 +17,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35 import shell
 from verl_qwen35.checks.problem import Problem, error, warning
-from verl_qwen35.model.layout import device_of
 
 _DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -157,6 +156,8 @@ def kuberay_problems(cfg: DictConfig) -> list[Problem]:
     _integer("submit.node_devices", s.get("node_devices"), 1, found, optional=True)
     _integer("submit.ttl_seconds_after_finished", s.get("ttl_seconds_after_finished"), 0, found)
     _integer("submit.active_deadline_seconds", s.get("active_deadline_seconds"), 1, found, optional=True)
+    from verl_qwen35.model.layout import device_of  # `--cfg job` loads the backends, not the model
+
     device = device_of(cfg)
     holds = s.get("node_devices") or DEFAULT_NODE_DEVICES[device]
     per_pod = cfg.trainer.n_gpus_per_node

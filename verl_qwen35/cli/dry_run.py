@@ -21,7 +21,6 @@ from omegaconf import OmegaConf, open_dict, read_write
 from omegaconf.errors import OmegaConfBaseException
 
 from verl_qwen35.cli import help
-from verl_qwen35.cli.picture import job_and_picture
 from verl_qwen35.config import compose
 from verl_qwen35.config.overrides import parse_overrides
 from verl_qwen35.errors import UserError
@@ -80,6 +79,8 @@ def run_in_process(argv: list[str]) -> bool:
     with read_write(hydra.runtime), open_dict(hydra.runtime):
         hydra.runtime.output_dir = output_dir
     HydraConfig.instance().set_config(cfg)  # as Hydra's run_job does: `${hydra:...}` and the job's sources read it
+    from verl_qwen35.cli.picture import job_and_picture  # the job's modules: a dry run's only (as in hydra_main)
+
     choices = dict(hydra.runtime.choices)
     with open_dict(cfg):
         del cfg["hydra"]

@@ -9,7 +9,6 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from verl_qwen35.checks.problem import Problem
-from verl_qwen35.model.layout import device_of
 
 # submit(cfg, run_dir, dry, write_launch_file) -> the job id, or None in a dry run (run/submit/__init__.py submit).
 Submitter = Callable[[DictConfig, Path, bool, Callable[[], Path]], str | None]
@@ -51,6 +50,8 @@ def ray_device(cfg: DictConfig) -> tuple[str, int]:
     verl places its workers on Ray's "NPU" resource on Ascend and "GPU" elsewhere
     (verl/single_controller/ray/base.py, and verl 0.9's verl/plugin/platform/platform_npu.py).
     """
+    from verl_qwen35.model.layout import device_of  # `--cfg job` loads the backends, not the model
+
     return ("NPU" if device_of(cfg) == "npu" else "GPU"), int(cfg.trainer.n_gpus_per_node)
 
 
