@@ -23,6 +23,7 @@ from tests.commands import REPO, default_signals
 from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.config import compose
 from verl_qwen35.errors import UserError
+from verl_qwen35.review.log_phases import read_logs
 from verl_qwen35.run.console_copy import JOB_OUT, console_copy
 from verl_qwen35.run.launch_record import write_launch_file
 
@@ -30,6 +31,7 @@ MAIN_PPO = """
 import os, subprocess, sys, time
 
 def main(cfg):
+    print("(TaskRunner pid=4242) TaskRunner hostname: node-1, PID: 4242")  # a worker line as Ray forwards it
     print("python stdout line")
     print("python stderr line", file=sys.stderr)
     os.write(1, b"c-level fd 1 line\\n")
@@ -91,6 +93,7 @@ def test_a_stopped_relaunch_keeps_what_the_terminal_showed_in_job_out_to_its_las
     assert kept.startswith("--- verl-qwen35 launch, ") and "Traceback" not in kept
     assert f"console    {run_dir / JOB_OUT}" in run.stderr
     assert stat.S_IMODE((run_dir / JOB_OUT).stat().st_mode) == 0o600
+    assert read_logs(run_dir).phases["Ray up"].where() == "job.out:2"  # what `report` says of the relaunch
 
 
 CRASH = """
