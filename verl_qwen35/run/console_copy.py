@@ -88,7 +88,11 @@ def console_copy(
     file_fd = open_job_out(path)
     try:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-        os.write(file_fd, f"--- verl-qwen35 launch, {stamp} (pid {os.getpid()}): its console follows ---\n".encode())
+        try:
+            line = f"--- verl-qwen35 launch, {stamp} (pid {os.getpid()}): its console follows ---\n"
+            os.write(file_fd, line.encode())
+        except OSError as err:  # a full disk, a quota
+            raise UserError(f"cannot write {path} ({err.strerror or err}); nothing launched") from None
         say(f"console    {path} (this launch's whole output as the terminal shows it)", file=sys.stderr)
         copier, saved = _start(file_fd, head_bytes, tail_bytes)
     finally:
