@@ -136,11 +136,12 @@ def kind_at(dir_fd: int, name: str) -> str | None:
     return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
 
 
-def open_append(path: Path) -> int:
-    """A descriptor appending to the regular file `path` (made when absent), never through a link planted there
-    (O_NOFOLLOW) and never blocking on a FIFO (O_NONBLOCK). Raises OSError (ELOOP for a link), NotRegular."""
+def open_append(path: Path, private: bool = False) -> int:
+    """A descriptor appending to the regular file `path` (made when absent: mode 600 when `private`, else the
+    umask's), never through a link planted there (O_NOFOLLOW) and never blocking on a FIFO (O_NONBLOCK). Raises
+    OSError (ELOOP for a link), NotRegular."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o666)
+    fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o600 if private else 0o666)
     return _regular_or_closed(fd, f"{path}: not a regular file (a FIFO, a device or a directory); not written")
 
 

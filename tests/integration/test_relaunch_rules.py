@@ -17,7 +17,7 @@ from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.cli.relaunch import main as relaunch_main
 from verl_qwen35.config import compose
 from verl_qwen35.run import relaunch as relaunch_module
-from verl_qwen35.run.launch_record import write_launch_file
+from verl_qwen35.run.launch_record import digest, write_launch_file
 
 
 @pytest.fixture
@@ -44,7 +44,8 @@ def test_a_recorded_run_is_launched_with_its_recorded_environment(tmp_path, monk
     capsys.readouterr()
     assert relaunch_main([str(run_dir)]) == 0
     ((cfg, kwargs),) = launches
-    assert kwargs == {"use_shell_env": False}, "a relaunch must use the recorded values, not this shell's"
+    assert kwargs["use_shell_env"] is False, "a relaunch must use the recorded values, not this shell's"
+    assert kwargs["run_dir"] == run_dir, "a relaunch by hand keeps its console in the run directory's job.out"
     assert cfg.actor_rollout_ref.actor.megatron.tensor_model_parallel_size == 2
     err = capsys.readouterr().err
     assert f"relaunch: resuming from {cfg.trainer.default_local_dir}" in err
@@ -67,6 +68,15 @@ def test_a_multi_node_record_warns_that_its_checkpoints_need_shared_storage(tmp_
 def test_the_launch_file_itself_may_be_given(tmp_path, monkeypatch, launches):
     run_dir = recorded(tmp_path, monkeypatch)
     assert relaunch_main([str(run_dir / "launch.yaml")]) == 0 and len(launches) == 1
+
+
+def test_a_submitted_jobs_relaunch_leaves_its_log_to_the_scheduler(tmp_path, monkeypatch, launches):
+    """Slurm's job, the Ray job and the RayJob relaunch with --digest: slurm-<id>.out and `ray job logs` hold the
+    console, so no job.out is kept beside them (a relaunch by hand keeps one: the first case above)."""
+    run_dir = recorded(tmp_path, monkeypatch)
+    assert relaunch_main([str(run_dir), "--digest", digest(run_dir / "launch.yaml")]) == 0
+    ((_, kwargs),) = launches
+    assert kwargs["run_dir"] is None
 
 
 def test_a_record_that_fails_preflight_is_refused_with_the_reason_and_not_launched(

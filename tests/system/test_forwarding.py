@@ -127,7 +127,10 @@ def launch(tmp_path, monkeypatch):
         entrypoint.main()
         assert not ray.is_initialized(), "launch must shut Ray down"
         # The tracking paths, as the job makes them absolute under its run directory (the newest one here).
-        absolute_tracking_env(expected, max(tmp_path.glob("outputs/*/*/launch.yaml"), key=os.path.getmtime).parent)
+        run_dir = max(tmp_path.glob("outputs/*/*/launch.yaml"), key=os.path.getmtime).parent
+        absolute_tracking_env(expected, run_dir)
+        # The launch kept its console there (run/console_copy.py; tests/integration/test_console_copy.py).
+        assert (run_dir / "job.out").read_text().startswith("--- verl-qwen35 launch, ")
         shell_env = effective_env(expected)  # what apply_env read from this shell (put back after the launch)
         assert out.is_file(), "verl never ran the task runner"
         record = json.loads(out.read_text().splitlines()[-1])

@@ -2,12 +2,13 @@
 torch print, as the table data/log_markers.yaml lists them with the upstream file and line of each.
 
 The log files are those a run directory holds: Hydra's job log (`<job name>.log`, conf/hydra/job_logging), a
-sweep job's `error.log` (run/sweep.py), Slurm's `slurm-<id>.out` (run/submit/slurm.py `--output`) and any
-`*.log` or `*.out` a user saved there (`... 2>&1 | tee <run dir>/job.out`). They are someone else's text: at
-most MAX_FILES files, each read as its first and last HEAD_BYTES (start-up is at the top, the failure at the
-bottom), links not followed, nothing in them run; every line shown is made terminal-safe (terminal.one_line) and
-cut at SHOWN_CHARS. Ray colours and prefixes what it forwards from its workers (`(TaskRunnerV1 pid=1, ip=...)`,
-ray/_private/worker.py print_worker_logs); the colour codes are dropped before matching.
+sweep job's `error.log` (run/sweep.py), the console a launch keeps as `job.out` (run/console_copy.py), Slurm's
+`slurm-<id>.out` (run/submit/slurm.py `--output`) and any `*.log` or `*.out` a user saved there (`ray job logs`).
+They are someone else's text: at most MAX_FILES files, each read as its first and last HEAD_BYTES (start-up is at
+the top, the failure at the bottom), links not followed, nothing in them run; every line shown is made terminal-safe
+(terminal.one_line) and cut at SHOWN_CHARS. Ray colours and prefixes what it forwards from its workers
+(`(TaskRunnerV1 pid=1, ip=...)`, ray/_private/worker.py print_worker_logs); the colour codes are dropped before
+matching.
 """
 
 import functools

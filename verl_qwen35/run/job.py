@@ -27,6 +27,7 @@ from verl_qwen35.model.memory import InputError
 from verl_qwen35.model.run import Run
 from verl_qwen35.planner.summary import plan_lines
 from verl_qwen35.planner.whole_run import predicted_step
+from verl_qwen35.run.console_copy import console_copy
 from verl_qwen35.run.environment import from_shell, job_environment
 from verl_qwen35.run.launch_record import write_launch_file
 from verl_qwen35.run.machine import launch_problems, runtime_problems
@@ -187,7 +188,7 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
     if output_dir:
         write_launch_file(cfg, output_dir, choices.get("verl_schema"))
         say(f"relaunch   verl-qwen35 relaunch {output_dir}", file=sys.stderr)
-    launch_now(cfg)
+    launch_now(cfg, run_dir=output_dir)
     return True
 
 
@@ -236,11 +237,12 @@ def refused(errors: int) -> bool:
     return False  # in a sweep the next job runs; SweepSummary reports and sets the exit code
 
 
-def launch_now(cfg: DictConfig, use_shell_env: bool = True) -> None:
+def launch_now(cfg: DictConfig, use_shell_env: bool = True, run_dir: str | Path | None = None) -> None:
+    """verl's launch in the job's environment; its whole console also kept as `run_dir`/job.out (console_copy)."""
     from verl_qwen35.run.launch import launch  # imports verl, torch and Ray
 
     cfg = writable(cfg)  # verl's main_ppo edits its config (auto_set_device); a Run's is read-only
-    with job_environment(cfg, use_shell_env):
+    with console_copy(run_dir), job_environment(cfg, use_shell_env):
         if "file" in backends(cfg) and os.environ.get("VERL_FILE_LOGGER_PATH"):
             keep_file_history(os.environ["VERL_FILE_LOGGER_PATH"])  # launch and relaunch alike
         launch(cfg)

@@ -85,5 +85,6 @@ def relaunch(target: Path, trust_shared: bool = False, expected_digest: str | No
     if warning := shared_storage_warning(cfg):
         say(warning, file=sys.stderr)
     say(f"relaunch: resuming from {cfg.trainer.default_local_dir}", file=sys.stderr)
-    launch_now(cfg, use_shell_env=False)
+    # A submitted job's relaunch (--digest) has its scheduler's log: slurm-<id>.out, `ray job logs`.
+    launch_now(cfg, use_shell_env=False, run_dir=None if expected_digest else path.parent)
     return 0
