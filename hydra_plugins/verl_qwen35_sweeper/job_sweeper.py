@@ -6,7 +6,8 @@ one value the typed schema refuses (`parallel.vpp=two,null`) ends the whole swee
 one makes the same check job by job, through the same public method, so a job is composed no more often
 than by the basic sweeper (once here, once by the launcher); the jobs that fit run with their own numbers,
 in runs of consecutive jobs, through the configured launcher. Hydra loads sweepers only from the
-`hydra_plugins` namespace (hydra/core/plugins.py); what a sweep records lives in verl_qwen35/run/sweep.py.
+`hydra_plugins` namespace (hydra/core/plugins.py); verl_qwen35/run/sweep.py runs the sweep and
+verl_qwen35/records/ holds what it records.
 """
 
 from collections.abc import Iterator, Sequence

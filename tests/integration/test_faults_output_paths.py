@@ -12,7 +12,8 @@ from omegaconf import OmegaConf
 
 from tests.commands import REPO
 from verl_qwen35.config import compose
-from verl_qwen35.run.launch_record import HEADER, write_launch_file
+from verl_qwen35.records.launch import HEADER
+from verl_qwen35.run.launch_record import write_launch_file
 
 PRESET = """# @package _global_
 defaults:

@@ -17,8 +17,8 @@ import yaml
 
 from tests.commands import verl_qwen35
 from tests.ray_head import free_ports
+from verl_qwen35.records.launch import digest, read_launch_file
 from verl_qwen35.run.environment import effective_env
-from verl_qwen35.run.launch_record import digest, read_launch_file
 
 BASE = ("device=gpu", "model=35b", "submit=slurm", "dry_run=true", "hydra.run.dir=run")
 MARK = "MARK"

@@ -14,7 +14,8 @@ from omegaconf import OmegaConf
 from verl_qwen35.cli.relaunch import main as relaunch
 from verl_qwen35.config import compose
 from verl_qwen35.installed import installed_verl_schema
-from verl_qwen35.run.launch_record import read_launch_file, write_launch_file
+from verl_qwen35.records.launch import read_launch_file
+from verl_qwen35.run.launch_record import write_launch_file
 
 # On every verl CI tests (-m each_verl): launch records of the installed verl's schema.
 pytestmark = pytest.mark.each_verl

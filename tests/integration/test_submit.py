@@ -18,7 +18,7 @@ from tests.ray_head import free_ports
 from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.config.backends import backends
 from verl_qwen35.installed import conf_dir
-from verl_qwen35.run.launch_record import read_launch_file
+from verl_qwen35.records.launch import read_launch_file
 
 # The script's settings block, evaluated by bash; prints one array's elements, one a line.
 SHOW_ARRAY = 'source <(sed -n "/^RUN_DIR=/,/^set -euo pipefail/p" "$1"); printf "%s\\n" "${!2}"'

@@ -23,18 +23,10 @@ from verl_qwen35.config.schema import register_schema
 from verl_qwen35.config.sources import register_sources
 from verl_qwen35.errors import UserError
 from verl_qwen35.installed import conf_dir
+from verl_qwen35.records.summary import MEMORY_COLUMNS, STEP_COLUMNS, first_reason, summarize, table
+from verl_qwen35.records.verdict import VERDICT, note_job_id
 from verl_qwen35.run import sweep
-from verl_qwen35.run.sweep import (
-    MEMORY_COLUMNS,
-    STEP_COLUMNS,
-    VERDICT,
-    ActiveSweep,
-    SweepSummary,
-    first_reason,
-    summarize,
-    table,
-    write_summary,
-)
+from verl_qwen35.run.sweep import ActiveSweep, SweepSummary, write_summary
 
 
 @pytest.fixture
@@ -217,7 +209,7 @@ def test_outside_any_hydra_run_there_is_no_multirun(monkeypatch):
 
 def test_a_cluster_job_id_is_added_to_the_jobs_verdict(tmp_path):
     (tmp_path / VERDICT).write_text(json.dumps({"job": 0, "status": "ok"}, indent=2))
-    sweep.note_job_id(str(tmp_path), "12345")
+    note_job_id(str(tmp_path), "12345")
     text = (tmp_path / VERDICT).read_text()
     assert text == json.dumps({"job": 0, "status": "ok", "job_id": "12345"}, indent=2), "indented as written"
 
@@ -429,7 +421,7 @@ def test_unreadable_verdicts_alone_make_an_empty_summary(tmp_path):
 def test_a_submitted_sweep_has_a_job_id_column_empty_where_a_job_was_not_submitted(tmp_path):
     _verdict(tmp_path, 0, ["parallel.tp=2"])
     _verdict(tmp_path, 1, ["parallel.tp=4"])
-    sweep.note_job_id(str(tmp_path / "0"), "4242")
+    note_job_id(str(tmp_path / "0"), "4242")
     rows = summarize(tmp_path, "this")
     assert [(r["job_id"], r["status"]) for r in rows] == [("4242", "ok"), ("", "ok")]
     columns = ["job", "parallel.tp", "valid", "status", *STEP_COLUMNS, *MEMORY_COLUMNS, "job_id", "reason"]

@@ -19,7 +19,7 @@ import pytest
 from tests.commands import REPO
 from tests.ray_head import free_ports, separate_ray_head
 from tests.tiny_data import write_geo3k_stub
-from verl_qwen35.run.launch_record import read_launch_file
+from verl_qwen35.records.launch import read_launch_file
 
 # Token authentication off on both sides, whether or not this machine has ~/.ray/auth_token.
 AUTH = {"RAY_AUTH_MODE": "disabled"}

@@ -15,15 +15,19 @@ PACKAGE = Path(__file__).resolve().parents[2] / "verl_qwen35"
 LAYERS = [
     {"errors", "installed", "verl_release", "shell", "data", "disk", "terminal"},
     {"config"},
+    {"records"},  # the run records' formats (launch.yaml, verdict.json, the sweep summary, metrics files)
     {"model"},
     {"checks"},
     {"planner", "validators"},
-    {"run"},  # writes the records (launch.yaml, verdict.json) and never draws
-    {"review"},  # reads those records: diff, report, plots, the layout picture
+    {"run"},  # writes the records (records/) and never draws
+    {"review"},  # reads those records (records/), never run/: diff, report, plots, the layout picture
     {"imports"},
     {"cli"},
     {"__init__", "__main__"},
 ]
+# Layers that may not import one another although one sits above the other: what review/ reads of a run is
+# its records (records/), never the code that ran it.
+APART = {"review": "run"}
 PRIVATE = ("hydra._internal", "omegaconf._utils", "omegaconf.grammar_parser", "ray._private", "yaml._yaml")
 
 
@@ -70,6 +74,19 @@ def test_no_module_imports_a_layer_above_its_own(name):
         if module.startswith("verl_qwen35.") and _top(module) != _top(name) and _layer(_top(module)) > own
     ]
     assert not upward, f"{name} imports upward: {upward}"
+
+
+@pytest.mark.parametrize(("layer", "apart"), sorted(APART.items()))
+def test_review_imports_no_run_module(layer, apart):
+    """review/ reads a run through records/ (launch.yaml, verdict.json, the sweep summary, the metrics files)."""
+    found = [
+        f"{name} line {line}: {module}"
+        for name, tree in MODULES.items()
+        if name != "verl_qwen35" and _top(name) == layer
+        for module, line in _imports(tree)
+        if module.startswith("verl_qwen35.") and _top(module) == apart
+    ]
+    assert not found, f"{layer}/ imports {apart}/: {found}"
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

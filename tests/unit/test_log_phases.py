@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from verl_qwen35.config.yaml_files import load_mapping
+from verl_qwen35.records.metrics import Metrics
 from verl_qwen35.review.log_phases import HEAD_BYTES, MARKERS_FILE, read_logs
-from verl_qwen35.review.metrics import Metrics
 from verl_qwen35.review.trial_progress import trial_phases
 
 # As a Slurm job's slurm-<id>.out holds them: the driver's own lines, then what Ray forwards from its actors,

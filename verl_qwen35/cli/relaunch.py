@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from verl_qwen35.cli.answers import answered
-from verl_qwen35.run.launch_record import LAUNCH_FILE
+from verl_qwen35.records.launch import LAUNCH_FILE
 from verl_qwen35.run.relaunch import relaunch
 from verl_qwen35.terminal import SafeParser
 

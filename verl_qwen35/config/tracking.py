@@ -5,8 +5,6 @@ to $TENSORBOARD_DIR, swanlab.init(logdir=$SWANLAB_LOG_DIR, mode=$SWANLAB_MODE), 
 $MLFLOW_TRACKING_URI); wandb reads WANDB_DIR and WANDB_MODE itself (wandb/sdk/wandb_settings.py root_dir, mode).
 """
 
-from pathlib import Path
-
 PLACE = {
     "file": "VERL_FILE_LOGGER_PATH",
     "tensorboard": "TENSORBOARD_DIR",
@@ -19,15 +17,3 @@ MODE = {"wandb": "WANDB_MODE", "swanlab": "SWANLAB_MODE"}
 # The names conf/logger/file.yaml and tensorboard.yaml give under the run directory (the report's fallback).
 METRICS_FILE = "metrics.jsonl"
 TENSORBOARD_DIR = "tensorboard"
-
-
-def kept_name(current: Path, k: int) -> Path:
-    """metrics.jsonl -> metrics.<k>.jsonl: where a start moves the previous start's file."""
-    return current.with_name(f"{current.stem}.{k}{current.suffix}")
-
-
-def kept_number(current: Path, other: Path) -> int | None:
-    """k when `other` is `current`'s kept file metrics.<k>.jsonl, else None."""
-    middle = other.name.removeprefix(f"{current.stem}.").removesuffix(current.suffix)
-    shaped = other.name == f"{current.stem}.{middle}{current.suffix}"
-    return int(middle) if shaped and middle.isdigit() else None

@@ -1,7 +1,7 @@
 """A run directory's measured phases, for `verl-qwen35 calibrate`: the config that ran and each phase's seconds.
 
-What `report` reads (review/report.py): the launch record (run/launch_record.py) for the config, the logs it
-names (review/metrics.py) for verl's `timing_s/<phase>` of every step. A run directory is data from someone we
+What `report` reads (review/report.py): the launch record (records/launch.py) for the config, the logs it
+names (records/metrics.py) for verl's `timing_s/<phase>` of every step. A run directory is data from someone we
 do not trust: the record is read as plain YAML (bounded, safe_load), and a record holding an interpolation
 (`${...}`, which a launch escapes in every value it writes) is refused, never resolved. Every refusal names the
 file.
@@ -18,8 +18,8 @@ from omegaconf import DictConfig, OmegaConf
 from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.errors import UserError
 from verl_qwen35.model.step_time import PHASES
-from verl_qwen35.review.metrics import Metrics, log_places, read_run
-from verl_qwen35.run.launch_record import LAUNCH_FILE, read_launch_file
+from verl_qwen35.records.launch import LAUNCH_FILE, read_launch_file
+from verl_qwen35.records.metrics import Metrics, log_places, read_run
 
 # `${` after an even number of backslashes (none included): OmegaConf would resolve it (`\${` is escaped text).
 _UNESCAPED = re.compile(r"(?<!\\)(?:\\\\)*\$\{")

@@ -20,8 +20,8 @@ from verl_qwen35.config import compose
 from verl_qwen35.config.schema import ACTOR, REF
 from verl_qwen35.config.yaml_files import load_mapping
 from verl_qwen35.errors import UserError
+from verl_qwen35.records.launch import HEADER, LAUNCH_FILE
 from verl_qwen35.review.flat import flatten
-from verl_qwen35.run.launch_record import HEADER, LAUNCH_FILE
 
 _ENV_READ = re.compile(r"\$\{(\s*(?:oc\.env|env)\s*:)")
 
@@ -81,7 +81,7 @@ def compare_sides(a: Side, b: Side, ignore: Sequence[str] = ()) -> tuple[Diff, D
 
 
 def is_launch_record(data: dict[str, Any]) -> bool:
-    """launch.yaml's shape (run/launch_record.py): our metadata node and the config under `config`."""
+    """launch.yaml's shape (records/launch.py): our metadata node and the config under `config`."""
     return set(data) == {HEADER, "config"} and isinstance(data[HEADER], dict) and isinstance(data["config"], dict)
 
 

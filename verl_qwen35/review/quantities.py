@@ -20,7 +20,7 @@ max of a key whose name holds "max" (verl/utils/metric/utils.py).
 import statistics
 from dataclasses import dataclass
 
-from verl_qwen35.review.metrics import Metrics
+from verl_qwen35.records.metrics import Metrics
 
 # Paths under the verl package. The actor's metrics get their `actor/` prefix in the trainer (module docstring).
 METRIC_UTILS = "trainer/ppo/metric_utils.py"

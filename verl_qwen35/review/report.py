@@ -1,6 +1,6 @@
 """`verl-qwen35 report`: what a run (or each run of a sweep) logged, summed up, beside the plan's predictions.
 
-A run directory is Hydra's output directory of a launch: its launch.yaml (run/launch_record.py) says where
+A run directory is Hydra's output directory of a launch: its launch.yaml (records/launch.py) says where
 the logs went (`env.set`) and is the config the predictions are made for. A sweep directory is Hydra's
 multirun directory: multirun.yaml and one numbered directory per job.
 """
@@ -19,14 +19,15 @@ from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.config.yaml_files import load_yaml
 from verl_qwen35.errors import UserError
 from verl_qwen35.model.step_time import Calibration
+from verl_qwen35.records.launch import LAUNCH_FILE, read_launch_file
+from verl_qwen35.records.metrics import LogPlaces, Metrics, log_places, read_run
+from verl_qwen35.records.private_files import writable_by_others
+from verl_qwen35.records.summary import swept_values
+from verl_qwen35.records.verdict import VERDICT, read_record
 from verl_qwen35.review.calibration_runs import interpolations
-from verl_qwen35.review.metrics import LogPlaces, Metrics, log_places, read_run
 from verl_qwen35.review.predictions import FAR, Prediction, predictions
 from verl_qwen35.review.quantities import QUANTITIES, Measured, measure_all
 from verl_qwen35.review.trial_progress import TrialPhases, trial_of, trial_summary
-from verl_qwen35.run.launch_record import LAUNCH_FILE, read_launch_file
-from verl_qwen35.run.private_files import writable_by_others
-from verl_qwen35.run.sweep import VERDICT, read_record, swept_values
 
 MULTIRUN_FILE = "multirun.yaml"  # Hydra writes it into the sweep directory (hydra/core/utils.py)
 LOGGER_ADVICE = (
@@ -53,7 +54,7 @@ class RunReport:
 
 
 def launch_record(run_dir: Path) -> tuple[DictConfig | None, list[str]]:
-    """The run's launch record, read as relaunch reads it (run/launch_record.py), or the notes of why not.
+    """The run's launch record, read as relaunch reads it (records/launch.py), or the notes of why not.
 
     A record others can write is read with a note rather than refused: the report only does arithmetic on
     it, but its predictions may then not be those of the config that ran."""

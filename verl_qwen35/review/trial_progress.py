@@ -26,8 +26,8 @@ from verl_qwen35.model.memory import InputError
 from verl_qwen35.model.step_time import PHASES as MODEL_PHASES
 from verl_qwen35.model.step_time import StepTime
 from verl_qwen35.planner.whole_run import predicted_step
+from verl_qwen35.records.metrics import Metrics
 from verl_qwen35.review.log_phases import Hit, LogReading, read_logs, table
-from verl_qwen35.review.metrics import Metrics
 
 # (metric, what a step that logged it reached), in the order verl runs them in a step (data/log_markers.yaml).
 PHASES = tuple((p.metric, p.name) for p in table()[0] if p.metric)

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from verl_qwen35.disk import NotRegular, kind_at, open_append
 from verl_qwen35.errors import UserError
+from verl_qwen35.records.private_files import restrict_dir
 from verl_qwen35.run import console_tee
-from verl_qwen35.run.private_files import restrict_dir
 from verl_qwen35.terminal import say
 
 JOB_OUT = "job.out"

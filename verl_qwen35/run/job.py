@@ -27,14 +27,15 @@ from verl_qwen35.model.memory import InputError
 from verl_qwen35.model.run import Run
 from verl_qwen35.planner.summary import plan_lines
 from verl_qwen35.planner.whole_run import predicted_step
+from verl_qwen35.records.metrics import keep_file_history
+from verl_qwen35.records.verdict import note_job_id
 from verl_qwen35.run.console_copy import console_copy
 from verl_qwen35.run.environment import from_shell, job_environment
 from verl_qwen35.run.launch_record import write_launch_file
 from verl_qwen35.run.machine import launch_problems, runtime_problems
 from verl_qwen35.run.resolved import MODES, UNDEFINED_AFTER_ERRORS, build_run, writable
 from verl_qwen35.run.submit import SubmitError, run_dir_problems, submit, submitting
-from verl_qwen35.run.sweep import in_multirun, note_job_id, write_verdict
-from verl_qwen35.run.tracking_files import keep_file_history
+from verl_qwen35.run.sweep import in_multirun, write_verdict
 from verl_qwen35.terminal import say
 from verl_qwen35.validators.library_output import held_back
 

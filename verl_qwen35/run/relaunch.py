@@ -17,11 +17,12 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.errors import UserError
+from verl_qwen35.records.launch import LAUNCH_FILE, digest, read_launch_file
+from verl_qwen35.records.private_files import writable_by_others
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.job import launch_now
-from verl_qwen35.run.launch_record import LAUNCH_FILE, digest, read_launch_file, shared_storage_warning
+from verl_qwen35.run.launch_record import shared_storage_warning
 from verl_qwen35.run.machine import launch_problems, runtime_problems
-from verl_qwen35.run.private_files import writable_by_others
 from verl_qwen35.terminal import say
 
 

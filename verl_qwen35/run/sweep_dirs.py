@@ -24,10 +24,11 @@ from pathlib import Path
 from verl_qwen35.config.yaml_files import load_json, read_text
 from verl_qwen35.disk import kind_at, open_below
 from verl_qwen35.errors import UserError
+from verl_qwen35.records.summary import SUMMARY_CSV, SUMMARY_JSON
+from verl_qwen35.records.verdict import VERDICT  # every sweep job writes it first, with its sweep's id
 
 RECORDS = ".hydra"  # Hydra's default `hydra.output_subdir`
-SWEEP_FILES = ("multirun.yaml", "summary.csv", "summary.json")
-VERDICT = "verdict.json"  # every sweep job writes it first, with its sweep's id (run/sweep.py guarded_job)
+SWEEP_FILES = ("multirun.yaml", SUMMARY_CSV, SUMMARY_JSON)
 MULTIRUN = re.compile(r"^  mode: MULTIRUN$", re.M)  # hydra.yaml of a sweep's job (hydra.mode, Hydra's RunMode)
 MAX_ENTRIES = 10_000  # entries of a job directory looked at for links; a larger one is refused, not listed
 

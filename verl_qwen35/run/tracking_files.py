@@ -1,17 +1,16 @@
-"""Where the tracking backends write: under the run directory, with the file logger's history kept.
+"""Where the tracking backends write: under the run directory (a start keeps the file logger's history:
+records/metrics.py keep_file_history).
 
 conf/logger/*.yaml record these variables relative to the run directory (a composed config, `--cfg job` and
 the goldens do not depend on where a run goes); the job makes them absolute under its own run directory (a
 sweep's job directory) before launch.yaml is written, so launch.yaml's env.set says where a run's logs went.
 """
 
-import sys
 from pathlib import Path
 
 from omegaconf import DictConfig
 
-from verl_qwen35.config.tracking import PLACE, kept_name, kept_number
-from verl_qwen35.terminal import say
+from verl_qwen35.config.tracking import PLACE
 
 RUN_DIR_ENV = tuple(PLACE.values())  # the variables naming where a backend writes
 SQLITE = "sqlite:///"  # SQLAlchemy's URL: three slashes then a relative path, four for an absolute one
@@ -40,17 +39,3 @@ def absolute_tracking_env(cfg: DictConfig, run_dir: str | Path | None) -> dict[s
             if (absolute := under(base, name, value)) != value:
                 cfg.env.set[name] = changed[name] = absolute
     return changed
-
-
-def keep_file_history(path: str | Path) -> Path | None:
-    """Before verl's FileLogger opens `path` with "wb" (verl/utils/tracking.py FileLogger.__init__), move a
-    non-empty one to metrics.<k>.jsonl, k one more than the highest kept: a relaunch or a requeued job never
-    truncates what the run logged before. Returns where it went, or None when there was nothing to keep."""
-    path = Path(path)
-    if not path.is_file() or path.stat().st_size == 0:
-        return None
-    numbers = [k for p in path.parent.iterdir() if (k := kept_number(path, p)) is not None]
-    kept = kept_name(path, max(numbers, default=0) + 1)
-    path.rename(kept)
-    say(f"metrics    kept the previous {path.name} as {kept} (verl's file logger starts it anew)", file=sys.stderr)
-    return kept

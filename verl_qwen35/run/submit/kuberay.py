@@ -22,9 +22,9 @@ from verl_qwen35 import shell
 from verl_qwen35.checks.kuberay import kuberay_problems
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.config.secrets import redact
+from verl_qwen35.records.launch import digest
+from verl_qwen35.records.private_files import write_private
 from verl_qwen35.run.environment import effective_env
-from verl_qwen35.run.launch_record import digest
-from verl_qwen35.run.private_files import write_private
 from verl_qwen35.run.stops import stoppable
 from verl_qwen35.run.submit.base import Backend, SubmitError, ray_device, relaunch_argv
 from verl_qwen35.terminal import say

@@ -15,8 +15,8 @@ from omegaconf import DictConfig
 
 from verl_qwen35 import shell
 from verl_qwen35.checks.submit import ray_job_problems
+from verl_qwen35.records.launch import digest
 from verl_qwen35.run.environment import effective_env
-from verl_qwen35.run.launch_record import digest
 from verl_qwen35.run.stops import stoppable
 from verl_qwen35.run.submit.base import Backend, SubmitError, relaunch_argv
 from verl_qwen35.terminal import say

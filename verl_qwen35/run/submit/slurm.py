@@ -19,9 +19,9 @@ from verl_qwen35 import shell
 from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.checks.submit import slurm_problems
+from verl_qwen35.records.launch import digest
+from verl_qwen35.records.private_files import write_private
 from verl_qwen35.run.environment import effective_env
-from verl_qwen35.run.launch_record import digest
-from verl_qwen35.run.private_files import write_private
 from verl_qwen35.run.submit.base import Backend, SubmitError, ray_device
 from verl_qwen35.terminal import say
 

@@ -1,4 +1,4 @@
-"""What a run logged, read back: verl's file-logger JSON lines (with their rotated files) and tensorboard events.
+"""What a run logged: verl's file-logger JSON lines (kept across starts, rotated) and tensorboard events, read back.
 
 verl's FileLogger (verl/utils/tracking.py) writes one `{"step": N, "data": {...}}` a line with orjson, unbuffered
 (`open(path, "wb", buffering=0)`), so a run that is still writing may end its file in half a line: that line is
@@ -9,20 +9,23 @@ A launch or relaunch moves a non-empty `metrics.jsonl` aside as `metrics.<k>.jso
 docs/report.md) before verl opens it with "wb": the files are read in the order `metrics.1.jsonl`,
 `metrics.2.jsonl`, ..., `metrics.jsonl`, and a later record of a step replaces the earlier one key by key (a
 resume recomputes the steps after its checkpoint; the validation-only record verl logs at the resume step,
-`val_before_train`, keeps that step's training metrics).
+`val_before_train`, keeps that step's training metrics). The move is `keep_file_history` (run/job.py calls it
+before verl starts), the reading `read_run` (review/ calls it).
 """
 
 import json
 import math
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from verl_qwen35.config.tracking import METRICS_FILE, PLACE, TENSORBOARD_DIR, kept_number
+from verl_qwen35.config.tracking import METRICS_FILE, PLACE, TENSORBOARD_DIR
 from verl_qwen35.disk import NotRegular, is_regular, open_regular
 from verl_qwen35.errors import UserError
+from verl_qwen35.terminal import say
 
 FILE_LOGGER_ENV = PLACE["file"]  # verl/utils/tracking.py FileLogger.__init__
 TENSORBOARD_ENV = PLACE["tensorboard"]  # verl/utils/tracking.py _TensorboardAdapter.__init__
@@ -61,6 +64,32 @@ class Metrics:
         """Steps with a training record; all steps when no record carries the step timing (another trainer)."""
         found = sorted(s for s, d in self.steps.items() if TRAINING_KEY in d)
         return found or sorted(self.steps)
+
+
+def kept_name(current: Path, k: int) -> Path:
+    """metrics.jsonl -> metrics.<k>.jsonl: where a start moves the previous start's file."""
+    return current.with_name(f"{current.stem}.{k}{current.suffix}")
+
+
+def kept_number(current: Path, other: Path) -> int | None:
+    """k when `other` is `current`'s kept file metrics.<k>.jsonl, else None."""
+    middle = other.name.removeprefix(f"{current.stem}.").removesuffix(current.suffix)
+    shaped = other.name == f"{current.stem}.{middle}{current.suffix}"
+    return int(middle) if shaped and middle.isdigit() else None
+
+
+def keep_file_history(path: str | Path) -> Path | None:
+    """Before verl's FileLogger opens `path` with "wb" (verl/utils/tracking.py FileLogger.__init__), move a
+    non-empty one to metrics.<k>.jsonl, k one more than the highest kept: a relaunch or a requeued job never
+    truncates what the run logged before. Returns where it went, or None when there was nothing to keep."""
+    path = Path(path)
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    numbers = [k for p in path.parent.iterdir() if (k := kept_number(path, p)) is not None]
+    kept = kept_name(path, max(numbers, default=0) + 1)
+    path.rename(kept)
+    say(f"metrics    kept the previous {path.name} as {kept} (verl's file logger starts it anew)", file=sys.stderr)
+    return kept
 
 
 def rotated_files(current: Path) -> list[Path]:
