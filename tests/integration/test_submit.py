@@ -7,6 +7,7 @@ tests/system/test_submit_slurm.py runs the script; tests/system/test_submit_ray_
 
 import hashlib
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -214,3 +215,58 @@ def test_a_backend_named_again_in_a_submit_key_is_answered_with_where_its_option
     assert f"the options of submit={backend} sit directly under submit" in outcome.said
     assert option in outcome.said and "Traceback" not in outcome.said
     assert not any(Path.cwd().rglob("launch.yaml"))
+
+
+@pytest.fixture
+def drill(cli, tmp_path, monkeypatch):
+    """`drill(*overrides)`: the resume drill's two jobs (conf/trial/drill_save, drill_resume) as one submitted sweep
+    through the stand-in sbatch (a queued job: nothing runs); the stand-in's log lines, split at tabs."""
+    log = tmp_path / "steps.tsv"
+    monkeypatch.setenv("PATH", f"{STANDINS}:{os.environ['PATH']}")
+    monkeypatch.setenv("STANDIN_LOG", str(log))
+    monkeypatch.setenv("STANDIN_QUEUE_ONLY", "1")
+    data = write_geo3k_stub(tmp_path / "geo3k")
+
+    def run(*overrides: str):
+        outcome = cli(
+            "-m",
+            "device=gpu",
+            "model=35b",
+            f"trial.checkpoint_dir={tmp_path}/drill",
+            *data,
+            f"hydra.sweep.dir={tmp_path}/sweep",
+            *overrides,
+        )
+        return outcome, [line.split("\t") for line in log.read_text().splitlines()] if log.exists() else []
+
+    return run
+
+
+def test_the_drills_resume_job_is_queued_after_its_save_job(drill, tmp_path):
+    run, calls = drill("trial=drill_save,drill_resume", "submit=slurm")
+    assert run.code == 0, run.err[-3000:]
+    assert calls == [
+        ["sbatch", "", f"{tmp_path}/sweep/0/job.sbatch"],
+        ["sbatch", "--dependency=afterok:4201", f"{tmp_path}/sweep/1/job.sbatch"],
+    ]
+    assert "#   sbatch --parsable --dependency=afterok:4201 job.sbatch" in (tmp_path / "sweep/1/job.sbatch").read_text()
+    rows = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    assert [(r["trial"], r["job_id"]) for r in rows] == [("drill_save", "4201"), ("drill_resume", "4202")]
+
+
+def test_the_drills_resume_job_without_its_save_job_is_refused_and_a_dry_run_shows_the_dependency(drill, tmp_path):
+    run, calls = drill("trial=drill_resume", "submit=slurm")
+    assert run.code == 2 and calls == []
+    assert "trial=drill_resume: the resume drill's second job resumes" in run.err and "not saved yet" in run.err
+    run, calls = drill("trial=drill_save,drill_resume", "submit=slurm", "dry_run=true")
+    assert run.code == 0 and calls == [], run.err[-3000:]
+    script = tmp_path / "sweep" / "1" / "job.sbatch"
+    assert f"to submit: sbatch --dependency=afterok:<job id of sweep job 0> {script}" in run.out
+    assert "#   sbatch --parsable --dependency=afterok:<job id of sweep job 0> job.sbatch" in script.read_text()
+
+
+def test_the_ray_backends_refuse_the_drills_resume_job_in_its_save_jobs_sweep(drill, tmp_path):
+    run, _ = drill("trial=drill_save,drill_resume", "submit=ray_job", "dry_run=true")
+    rows = json.loads((tmp_path / "sweep" / "summary.json").read_text())
+    assert [(r["trial"], r["status"]) for r in rows] == [("drill_save", "ok"), ("drill_resume", "failed")]
+    assert "trial=drill_resume: submit=ray_job has no job dependencies" in run.err

@@ -40,13 +40,21 @@ TRACKER = "latest_checkpointed_iteration.txt"  # get_checkpoint_tracker_filename
 ON_THIS_MACHINE = " [machine check: an error at launch and with dry_run=full]"
 
 
+def drill_path(cfg: DictConfig) -> str | None:
+    """The checkpoint a resume drill's job saves (trial.drill=save) or resumes (resume): trial.checkpoint_dir's
+    global_step_<trial.steps> (conf/trial/drill_save.yaml, drill_resume.yaml); None for any other run."""
+    trial = cfg.get("trial")
+    if not hasattr(trial, "get") or trial.get("drill") not in ("save", "resume"):
+        return None
+    return f"{trial.get('checkpoint_dir')}/global_step_{trial.get('steps')}"
+
+
 def drill_checkpoint(cfg: DictConfig, path: str) -> bool:
     """`path` is the checkpoint the resume drill's first job saves (conf/trial/drill_resume.yaml): not there before
-    that job has run, which a dry run of the drill's sweep cannot wait for."""
+    that job has run, which a dry run of the drill's sweep cannot wait for, nor its submission (the job waits for
+    the save job on the cluster, or is refused: run/drill.py)."""
     trial = cfg.get("trial")
-    if not hasattr(trial, "get") or trial.get("drill") != "resume":
-        return False
-    return path == f"{trial.get('checkpoint_dir')}/global_step_{trial.get('steps')}"
+    return hasattr(trial, "get") and trial.get("drill") == "resume" and path == drill_path(cfg)
 
 
 def resume_problems(cfg: DictConfig, missing: Level = "error") -> list[Problem]:
@@ -80,13 +88,16 @@ def resume_problems(cfg: DictConfig, missing: Level = "error") -> list[Problem]:
             error(RESUME, f"={path!r}: verl reads the step as int({step!r}); end the path with global_step_<N>")
         ]
     actor = Path(path).expanduser() / "actor"
-    if not actor.is_dir() and drill_checkpoint(cfg, path) and cfg.get("dry_run") in (True, "full"):
+    # A dry run, or a submission (run/job.py passes missing="warning" for a drill's resume job it submits)
+    later = cfg.get("dry_run") in (True, "full") or missing != "error"
+    if not actor.is_dir() and drill_checkpoint(cfg, path) and later:
         found.append(
             warning(
                 RESUME,
                 f"{actor} does not exist yet: the resume drill's first job (trial=drill_save, trial.steps="
                 f"{cfg.trial.steps}, trial.checkpoint_dir={cfg.trial.checkpoint_dir}) writes it at its last step; "
-                "run that job first (a -m sweep runs its jobs in order); at launch it is an error if still missing",
+                "run that job first (a -m sweep runs its jobs in order; submit=slurm queues this job after it, "
+                "--dependency=afterok); at launch it is an error if still missing",
             )
         )
     elif not actor.is_dir():

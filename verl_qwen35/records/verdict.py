@@ -121,5 +121,10 @@ def _is_problem(entry: object) -> bool:
 
 def note_job_id(output_dir: str, job_id: str) -> None:
     """The cluster job this run was submitted as (submit=slurm|ray_job), for the sweep summary."""
+    note(output_dir, {"job_id": job_id})
+
+
+def note(output_dir: str, fields: dict[str, Any]) -> None:
+    """Add `fields` to this job's verdict (the job id, the checkpoint a submitted resume drill's save job writes)."""
     path = Path(output_dir) / VERDICT
-    write_record(path, {**(read_record(path) or {}), "job_id": job_id})
+    write_record(path, {**(read_record(path) or {}), **fields})

@@ -28,8 +28,8 @@ from verl_qwen35.model.run import Run
 from verl_qwen35.planner.summary import plan_lines
 from verl_qwen35.planner.whole_run import predicted_step
 from verl_qwen35.records.metrics import keep_file_history
-from verl_qwen35.records.verdict import note_job_id
 from verl_qwen35.run.console_copy import console_copy
+from verl_qwen35.run.drill import is_resume, note_submitted
 from verl_qwen35.run.environment import from_shell, job_environment
 from verl_qwen35.run.launch_record import write_launch_file
 from verl_qwen35.run.machine import launch_problems, runtime_problems
@@ -62,7 +62,9 @@ def problems(run: Run) -> list[Problem]:
     cfg, mode = run.config, run.mode
     if wrong_schema := schema_problems(run.choices.get("verl_schema")):
         return wrong_schema  # every other finding would be about keys the schema added or lacks
-    found = preflight(cfg, machine_missing="warning" if mode == "dry" else "error", estimate=run.estimate)
+    # A drill's resume job submitted with its save job: the checkpoint is not there yet (run/drill.py orders them).
+    later = mode == "dry" or (submitting(cfg) and is_resume(cfg))
+    found = preflight(cfg, machine_missing="warning" if later else "error", estimate=run.estimate)
     if not structure_problems(cfg):  # a missing section: nothing reads inside it
         found += config_problems(cfg, user_config_dirs(), os.environ)  # upstream bugs this config would meet
     found += installed_verl_problems() + planned_verl_problems(cfg)
@@ -212,8 +214,7 @@ def submit_run(cfg: DictConfig, output_dir: str, schema: str | None, dry: bool) 
             raise UserError(f"[submit] {err}") from None
         say(f"ERROR   [submit] {err}", file=sys.stderr)
         raise LaunchRefused(2) from None
-    if job_id:
-        note_job_id(output_dir, job_id)
+    note_submitted(cfg, output_dir, job_id)
 
 
 def report(

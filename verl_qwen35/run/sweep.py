@@ -65,6 +65,11 @@ class ActiveSweep:
 _ACTIVE: ActiveSweep | None = None
 
 
+def active_sweep() -> ActiveSweep | None:
+    """The sweep this process runs, or None outside a multirun (run/drill.py finds a job's earlier jobs by it)."""
+    return _ACTIVE
+
+
 def in_multirun() -> bool:
     return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
 

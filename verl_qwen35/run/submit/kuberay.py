@@ -24,6 +24,7 @@ from verl_qwen35.checks.problem import Problem, error
 from verl_qwen35.config.secrets import redact
 from verl_qwen35.records.launch import digest
 from verl_qwen35.records.private_files import write_private
+from verl_qwen35.run.drill import refuse_unordered
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.stops import stoppable
 from verl_qwen35.run.submit.base import Backend, SubmitError, ray_device, relaunch_argv
@@ -217,6 +218,7 @@ def create(body: dict[str, Any]) -> str:
 
 def submit_kuberay(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
     """Write launch.yaml and rayjob.yaml; unless dry or submit.apply=false, create the RayJob; its name."""
+    refuse_unordered(cfg, "kuberay")  # a resume drill's job in its save job's sweep: no job dependencies here
     if why := storage_problem(cfg, run_dir):
         raise SubmitError(why)
     try:

@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 from verl_qwen35 import shell
 from verl_qwen35.checks.submit import ray_job_problems
 from verl_qwen35.records.launch import digest
+from verl_qwen35.run.drill import refuse_unordered
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.stops import stoppable
 from verl_qwen35.run.submit.base import Backend, SubmitError, relaunch_argv
@@ -53,6 +54,7 @@ def entrypoint(cfg: DictConfig, launch_digest: str) -> str:
 
 def submit_ray_job(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: Callable[[], Path]) -> str | None:
     """Write launch.yaml and submit the job (unless dry); its submission id."""
+    refuse_unordered(cfg, "ray_job")  # a resume drill's job in its save job's sweep: no job dependencies here
     address, env = cfg.submit.address, runtime_env(cfg, run_dir)
 
     def announce(record: Path) -> str:

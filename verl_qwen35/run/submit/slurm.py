@@ -21,6 +21,7 @@ from verl_qwen35.checks.schedule import train_rows, training_steps
 from verl_qwen35.checks.submit import slurm_problems
 from verl_qwen35.records.launch import digest
 from verl_qwen35.records.private_files import write_private
+from verl_qwen35.run.drill import SaveJob, wait_for
 from verl_qwen35.run.environment import effective_env
 from verl_qwen35.run.submit.base import Backend, SubmitError, ray_device
 from verl_qwen35.terminal import say
@@ -164,11 +165,28 @@ def sbatch(command: list[str], script: Path) -> str:
     return job_id
 
 
-def render(cfg: DictConfig, run_dir: Path, launch_digest: str) -> str:
+def dependency(after: SaveJob) -> str:
+    """sbatch's option that queues a resume drill's job after its save job (the id a placeholder in a dry run)."""
+    return f"--dependency=afterok:{after.job_id or '<job id of sweep job ' + str(after.job) + '>'}"
+
+
+def drill_comment(after: SaveJob | None) -> list[str]:
+    """The script's note of the dependency sbatch is given on its command line (an id is digits: sbatch())."""
+    if after is None:
+        return []
+    return [
+        "",
+        f"# The resume drill's second job: queued after its save job (sweep job {after.job}), which writes the "
+        "checkpoint it resumes:",
+        f"#   sbatch --parsable {dependency(after)} job.sbatch",
+    ]
+
+
+def render(cfg: DictConfig, run_dir: Path, launch_digest: str, after: SaveJob | None = None) -> str:
     """The whole script; shell.UnsafeValue for a value the preflight did not refuse (it refuses them all)."""
     text = TEMPLATE.read_text()
     text = text.replace("@SBATCH@", "\n".join(shell.sbatch_line(option) for option in sbatch_options(cfg, run_dir)))
-    return text.replace("@SETTINGS@", "\n".join(settings(cfg, run_dir, launch_digest)))
+    return text.replace("@SETTINGS@", "\n".join(settings(cfg, run_dir, launch_digest) + drill_comment(after)))
 
 
 def run_dir_problem(run_dir: Path) -> str | None:
@@ -196,19 +214,28 @@ def submit_slurm(cfg: DictConfig, run_dir: Path, dry: bool, write_launch_file: C
             "submit=slurm: the `sbatch` command is not on PATH; submit from a Slurm login node, "
             "or add dry_run=true to only write the run's launch.yaml and job.sbatch"
         )
+    after = wait_for(cfg)  # the resume drill's save job, or SubmitError naming trial=drill_resume
+    if after is not None and sbatch_path is not None and after.job_id is None:
+        raise SubmitError(
+            f"trial={cfg.trial.name}: its save job (sweep job {after.job}, {after.option}) was a dry run, nothing "
+            "submitted; submit the save job first (the same sweep without dry_run, the save job before this one)"
+        )
+    waits = [dependency(after)] if after is not None else []
     try:
-        render(cfg, run_dir, "0" * 64)  # every value checked before anything is written
+        render(cfg, run_dir, "0" * 64, after)  # every value checked before anything is written
     except shell.UnsafeValue as err:
         raise SubmitError(f"job.sbatch cannot carry a value: {err}") from None
     record = write_launch_file()
     script = run_dir / SCRIPT
-    write_private(script, render(cfg, run_dir, digest(record)))
+    write_private(script, render(cfg, run_dir, digest(record), after))
     say(f"slurm      {script} ({cfg.trainer.nnodes} node(s); relaunches {run_dir})")
+    if after is not None:
+        say(f"slurm      the resume drill: queued after its save job, sweep job {after.job} ({after.option})")
     if sbatch_path is None:
-        say(f"slurm      dry run, not submitted; to submit: sbatch {script}")
+        say(f"slurm      dry run, not submitted; to submit: sbatch {' '.join([*waits, str(script)])}")
         return None
     (run_dir / FAILED).unlink(missing_ok=True)  # a new submission starts a new chain
-    job_id = sbatch([sbatch_path, "--parsable", str(script)], script)
+    job_id = sbatch([sbatch_path, "--parsable", *waits, str(script)], script)
     jobs = [job_id]
     for _ in range(cfg.submit.chain - 1):  # each after the one before, however it ended (afterany)
         try:
