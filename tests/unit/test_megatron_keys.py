@@ -172,17 +172,11 @@ def _live_kinds(annotation: object) -> tuple[set[str], list | None]:
         return {SIMPLE[type(v)] for v in values}, values
     if origin in (list, tuple) or annotation in (list, tuple):
         return {"list"}, None
-    if origin in (typing.Union, types.UnionType):
-        found: set[str] = set()
-        choices: list | None = []
-        for arg in typing.get_args(annotation):
-            arg_kinds, arg_choices = _live_kinds(arg)
-            found |= arg_kinds
-            if arg_choices is None and arg_kinds - {"null"}:
-                choices = None
-            elif choices is not None and arg_choices:
-                choices += arg_choices
-        return found, (choices or None)
+    if origin in (typing.Union, types.UnionType):  # choices only where every non-null member lists them
+        parts = [_live_kinds(arg) for arg in typing.get_args(annotation)]
+        open_ended = any(choices is None and kinds - {"null"} for kinds, choices in parts)
+        listed = [value for _, choices in parts for value in choices or ()]
+        return set().union(*(kinds for kinds, _ in parts)), None if open_ended or not listed else listed
     return {"any"}, None
 
 
