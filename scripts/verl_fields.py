@@ -2,7 +2,7 @@
 
 The fast preflight checks the kind of every verl key (checks/verl_types.py) and the names verl and
 megatron-core look up (checks/verl_names.py) against this file, so it never imports verl or torch.
-tests/unit/test_verl_fields.py compares the shipped file with the installed packages; CI runs it on
+tests/integration/test_verl_fields.py compares the shipped file with the installed packages; CI runs it on
 verl 0.9 and 0.8. Run once per verl minor, with that verl's Python:
     python scripts/verl_fields.py            # e.g. /work/main/.venv-verl0.8/bin/python for verl_0.8.json
     python scripts/verl_fields.py --check    # exit 1 if the shipped file differs

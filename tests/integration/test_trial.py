@@ -4,7 +4,6 @@ drill's two jobs compose, and a dry run accepts them (the fast one for every pre
 import pytest
 from omegaconf import OmegaConf
 
-from tests.commands import verl_qwen35
 from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.checks import preflight
 from verl_qwen35.config import compose
@@ -90,14 +89,14 @@ def test_the_steps_and_the_drill_folder_are_one_key_each(tmp_path):
     assert cfg.data.train_max_samples == 7 * cfg.data.train_batch_size
 
 
-def test_a_plain_run_saves_nothing_warning_but_a_trial_does_not(tmp_path):
-    plain = verl_qwen35(tmp_path, "dry_run=true", "trainer.save_freq=-1")
-    assert "WARNING [trainer.save_freq]" in plain.stderr
-    trial = verl_qwen35(tmp_path, "dry_run=true", "trial=short")
-    assert trial.returncode == 0, trial.stderr
-    assert "WARNING [trainer.save_freq]" not in trial.stderr
-    assert "run        4 training steps (trainer.total_training_steps=4)" in trial.stdout
-    assert "| file " in trial.stdout  # the logs line: the file backend calibrate reads
+def test_a_plain_run_saves_nothing_warning_but_a_trial_does_not(cli):
+    plain = cli("dry_run=true", "trainer.save_freq=-1")
+    assert "WARNING [trainer.save_freq]" in plain.err
+    trial = cli("dry_run=true", "trial=short")
+    assert trial.code == 0, trial.err
+    assert "WARNING [trainer.save_freq]" not in trial.err
+    assert "run        4 training steps (trainer.total_training_steps=4)" in trial.out
+    assert "| file " in trial.out  # the logs line: the file backend calibrate reads
 
 
 @pytest.fixture(scope="module")
@@ -106,19 +105,20 @@ def data(tmp_path_factory) -> list[str]:
 
 
 @pytest.mark.parametrize(("device", "option"), [("gpu", "drill_save"), ("npu", "drill_resume")])
-def test_the_full_dry_run_accepts_the_drill(tmp_path, data, device, option):
+def test_the_full_dry_run_accepts_the_drill(cli, data, device, option):
     """verl's own start-up rehearsed on CPU: datasets and dataloaders of the trial's steps, LR schedule, checkpoint
-    configs. The resumed checkpoint does not exist before its first job has run: a warning, not a refusal."""
-    run = verl_qwen35(tmp_path, "model=35b", f"device={device}", f"trial={option}", "dry_run=full", *data)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    # torch's, megatron-core's and verl's import notices held back: one line says how many and how to see them
-    assert "Warning:" not in run.stderr and "][INFO] - " not in run.stdout
-    assert "library    " in run.stdout and "VERL_QWEN35_VERBOSE=1 prints them" in run.stdout
+    configs. The resumed checkpoint does not exist before its first job has run: a warning, not a refusal. (In
+    process: the command line is the same as in a shell; tests/integration/test_rehearsal_agrees.py runs one
+    full dry run as a subprocess.)"""
+    run = cli("model=35b", f"device={device}", f"trial={option}", "dry_run=full", *data)
+    assert run.code == 0, run.out[-3000:] + run.err[-3000:]
+    # torch's, megatron-core's and verl's notices held back (tests/unit/test_library_output.py counts them)
+    assert "Warning:" not in run.err and "][INFO] - " not in run.out
     steps = 4 if option == "drill_save" else 5
-    assert f"dataloaders ({steps} steps)" in run.stdout
-    assert f"{steps} optimizer steps" in run.stdout
+    assert f"dataloaders ({steps} steps)" in run.out
+    assert f"{steps} optimizer steps" in run.out
     if option == "drill_resume":
-        assert "does not exist yet: the resume drill's first job (trial=drill_save" in run.stderr
+        assert "does not exist yet: the resume drill's first job (trial=drill_save" in run.err
 
 
 def test_a_trial_option_wins_over_the_layout_and_tuning_groups(tmp_path):

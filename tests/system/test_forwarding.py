@@ -11,10 +11,13 @@ recorder calls `validate_config` itself, in the worker, as the runner it replace
 Either way a config verl refuses never reaches the recorder, and the case fails.
 """
 
+import contextlib
 import functools
 import json
 import os
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -82,9 +85,10 @@ def recording_runner(out: Path, validate_in_worker: bool) -> type:
     return RecordingTaskRunner
 
 
-@pytest.fixture
-def launch(tmp_path, monkeypatch):
-    """`launch(*overrides)` runs `verl-qwen35 OVERRIDES` in-process; returns (record, expected flat config)."""
+@contextlib.contextmanager
+def launcher(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    """`launch(*overrides)` runs `verl-qwen35 OVERRIDES` in-process in `tmp_path`; returns (record, expected flat
+    config). On leaving, Ray is down and `os.environ` is as it was."""
     saved_environ = dict(os.environ)
     monkeypatch.chdir(tmp_path)  # Hydra's outputs/ land here
     monkeypatch.setenv("HYDRA_FULL_ERROR", "1")  # a failure raises instead of sys.exit(1)
@@ -150,11 +154,52 @@ def launch(tmp_path, monkeypatch):
         return [json.loads(line) for line in out.read_text().splitlines()]
 
     run.sweep = sweep
-    yield run
-    if ray.is_initialized():  # only after a failed launch; keep it from leaking into the next case
-        ray.shutdown()
-    os.environ.clear()  # apply_env sets the driver's environment directly
-    os.environ.update(saved_environ)
+    try:
+        yield run
+    finally:
+        if ray.is_initialized():  # only after a failed launch; keep it from leaking into the next case
+            ray.shutdown()
+        os.environ.clear()  # apply_env sets the driver's environment directly
+        os.environ.update(saved_environ)
+
+
+@pytest.fixture
+def launch(tmp_path, monkeypatch):
+    """`launch(*overrides)`: one test's own launches (see `launcher`)."""
+    with launcher(tmp_path, monkeypatch) as run:
+        yield run
+
+
+@dataclass(frozen=True)
+class Relaunched:
+    """A launch and its relaunch from another directory, for the tests that read them."""
+
+    tmp_path: Path
+    run_dir: Path
+    first: dict  # what the worker received at the launch
+    expected: dict  # the composed config, flat, as the launch should deliver it
+    again: dict  # what the worker received at the relaunch
+
+
+@pytest.fixture(scope="module")
+def relaunched(tmp_path_factory) -> Relaunched:
+    """35B on GPU with every file-writing logger, launched once, then relaunched from another directory after the
+    first start "logged" a metric: each Ray start costs seconds, so the worker, tracking and relaunch tests share
+    these two."""
+    from verl_qwen35.cli.relaunch import main as relaunch
+
+    tmp_path = tmp_path_factory.mktemp("relaunched")
+    with pytest.MonkeyPatch.context() as monkeypatch, launcher(tmp_path, monkeypatch) as launch:
+        first, expected = launch("model=35b", "device=gpu", "logger=[console,file,tensorboard,wandb_offline]")
+        (saved,) = tmp_path.glob("outputs/*/*/launch.yaml")
+        (saved.parent / "metrics.jsonl").write_text('{"step": 1, "data": {}}\n')  # what the first start logged
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        monkeypatch.chdir(elsewhere)
+        assert relaunch([str(saved.parent)]) == 0
+        assert not ray.is_initialized()
+        again = json.loads((tmp_path / "received.json").read_text().splitlines()[-1])
+    return Relaunched(tmp_path, saved.parent, first, expected, again)
 
 
 def _interpolations(tree: object, path: str = "") -> list[str]:
@@ -177,16 +222,17 @@ def _missing_in_verl() -> frozenset[str]:
 # One preset a device: the forwarding is the same code for every preset (each preset's composition is
 # test_composition's), the device decides the environment the worker must see; on verl 0.8 (each_verl) the
 # Ascend image's device only.
-@pytest.mark.parametrize(
-    "combo",
-    [
-        pytest.param(("35b", "gpu"), id="35b_gpu"),
-        pytest.param(("397b", "npu"), id="397b_npu", marks=pytest.mark.each_verl),
-    ],
-)
-def test_worker_gets_resolved_config_and_device_env(launch, combo):
+def test_worker_gets_resolved_config_and_device_env_on_gpu(relaunched):
+    worker_got_the_config_and_env(relaunched.first, relaunched.expected, ("35b", "gpu"))
+
+
+@pytest.mark.each_verl
+def test_worker_gets_resolved_config_and_device_env_on_npu(launch):
+    worker_got_the_config_and_env(*launch("model=397b", "device=npu"), ("397b", "npu"))
+
+
+def worker_got_the_config_and_env(record: dict, expected: dict, combo: tuple[str, str]) -> None:
     model, device = combo
-    record, expected = launch(f"model={model}", f"device={device}")
     config, environ = record["config"], record["environ"]
 
     assert record["pid"] != os.getpid(), "the task runner must run in a Ray worker"
@@ -229,15 +275,6 @@ def test_worker_gets_resolved_config_and_device_env(launch, combo):
         assert not environ.get(name), f"proxy {name}={environ[name]!r} reached the worker"
 
 
-def test_value_in_the_launching_shell_wins(launch):
-    record, expected = launch("model=35b", "device=npu", shell={"OMP_NUM_THREADS": "4"})
-    assert expected["env.set.OMP_NUM_THREADS"] == "1"
-    assert record["config"]["ray_kwargs"]["ray_init"]["runtime_env"]["env_vars"]["OMP_NUM_THREADS"] == "4"
-    assert record["environ"]["OMP_NUM_THREADS"] == "4"
-    assert record["environ"]["HCCL_BUFFSIZE"] == "300"
-    assert not any(record["environ"].get(name) for name in PROXIES)
-
-
 def test_launch_sweep_jobs_get_their_own_ray_env_and_checkpoints(launch, tmp_path):
     """NPU first: were job 2 run on job 1's Ray or environment, the GPU job would see Ascend variables."""
     npu, gpu = launch.sweep("model=35b", "device=npu,gpu")
@@ -255,41 +292,24 @@ def test_launch_sweep_jobs_get_their_own_ray_env_and_checkpoints(launch, tmp_pat
         assert (tmp_path / "sweep" / job / "verdict.json").is_file()
 
 
-def test_relaunch_from_another_directory_sends_the_same_config_and_checkpoint(launch, tmp_path, monkeypatch):
-    from verl_qwen35.cli.relaunch import main as relaunch
-
-    first, _ = launch("model=122b", "device=gpu")
-    (saved,) = tmp_path.glob("outputs/*/*/launch.yaml")
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    monkeypatch.chdir(elsewhere)
-    assert relaunch([str(saved.parent)]) == 0
-    assert not ray.is_initialized()
-    again = json.loads((tmp_path / "received.json").read_text().splitlines()[-1])
+def test_relaunch_from_another_directory_sends_the_same_config_and_checkpoint(relaunched):
+    first, again = relaunched.first, relaunched.again
     assert again["config"] == first["config"] and again["ray_node"] != first["ray_node"]
     checkpoint = again["config"]["trainer"]["default_local_dir"]
-    assert checkpoint == first["config"]["trainer"]["default_local_dir"] and checkpoint.startswith(str(tmp_path) + "/")
+    assert checkpoint == first["config"]["trainer"]["default_local_dir"]
+    assert checkpoint.startswith(str(relaunched.tmp_path) + "/")
 
 
-def test_the_tracking_env_reaches_the_worker_and_a_relaunch_keeps_the_metrics(launch, tmp_path, monkeypatch):
+def test_the_tracking_env_reaches_the_worker_and_a_relaunch_keeps_the_metrics(relaunched):
     """verl's Tracking starts in the task runner's Ray worker: the logger group's places must arrive there,
     absolute under the run directory; a relaunch keeps what the first start logged (verl opens it "wb")."""
-    from verl_qwen35.cli.relaunch import main as relaunch
-
-    record, _ = launch("model=35b", "device=gpu", "logger=[console,file,tensorboard,wandb_offline]")
-    (saved,) = tmp_path.glob("outputs/*/*/launch.yaml")
-    run_dir = saved.parent
-    environ = record["environ"]
+    run_dir, environ = relaunched.run_dir, relaunched.first["environ"]
     assert environ["VERL_FILE_LOGGER_PATH"] == str(run_dir / "metrics.jsonl")
     assert environ["TENSORBOARD_DIR"] == str(run_dir / "tensorboard")
     assert (environ["WANDB_MODE"], environ["WANDB_DIR"]) == ("offline", str(run_dir))
-    assert record["config"]["trainer"]["logger"] == ["console", "file", "tensorboard", "wandb"]
-    (run_dir / "metrics.jsonl").write_text('{"step": 1, "data": {}}\n')  # what the first start logged
-    monkeypatch.chdir(tmp_path / "geo3k")
-    assert relaunch([str(run_dir)]) == 0
+    assert relaunched.first["config"]["trainer"]["logger"] == ["console", "file", "tensorboard", "wandb"]
     assert (run_dir / "metrics.1.jsonl").read_text() == '{"step": 1, "data": {}}\n'
-    again = json.loads((tmp_path / "received.json").read_text().splitlines()[-1])
-    assert again["environ"]["VERL_FILE_LOGGER_PATH"] == str(run_dir / "metrics.jsonl")
+    assert relaunched.again["environ"]["VERL_FILE_LOGGER_PATH"] == str(run_dir / "metrics.jsonl")
 
 
 SECRETS = {
@@ -299,9 +319,15 @@ SECRETS = {
 }
 
 
-def test_shell_secrets_reach_the_run_but_no_file_or_output(launch, tmp_path, capfd):
-    """Secrets exported in the shell are used by the launch and written nowhere, printed nowhere."""
-    record, _ = launch("model=35b", "device=gpu", shell=SECRETS)
+def test_the_launching_shell_wins_and_its_secrets_reach_the_run_but_no_file_or_output(launch, tmp_path, capfd):
+    """A value the shell already sets wins over the config's, as `${VAR:-default}` did; secrets exported in the
+    shell are used by the launch and written nowhere, printed nowhere."""
+    record, expected = launch("model=35b", "device=npu", shell={"OMP_NUM_THREADS": "4", **SECRETS})
+    assert expected["env.set.OMP_NUM_THREADS"] == "1"
+    assert record["config"]["ray_kwargs"]["ray_init"]["runtime_env"]["env_vars"]["OMP_NUM_THREADS"] == "4"
+    assert record["environ"]["OMP_NUM_THREADS"] == "4"
+    assert record["environ"]["HCCL_BUFFSIZE"] == "300"
+    assert not any(record["environ"].get(name) for name in PROXIES)
     assert all(record["environ"][name] == value for name, value in SECRETS.items()), "the run must still get them"
     said = "".join(capfd.readouterr())
     written = [p for p in tmp_path.rglob("*") if p.is_file() and p.name != "received.json"]  # ours, from the worker

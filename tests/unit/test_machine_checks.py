@@ -173,23 +173,6 @@ def test_dry_run_of_a_shipped_preset_exits_0_with_marked_warnings(tmp_path):
         assert line in run.stdout
 
 
-def test_missing_data_is_an_error_in_full_dry_run_and_at_launch_before_ray(tmp_path):
-    for mode in ("dry_run=full", "dry_run=false"):
-        run = run_entry(tmp_path, "device=gpu", "model=35b", mode, f"data.train_files={tmp_path}/x.parquet")
-        assert run.returncode == 2, run.stderr
-        assert "ERROR   [data.train_files]" in run.stderr and "REFUSED" in run.stderr
-        assert "Started a local Ray" not in run.stdout + run.stderr and "ray init kwargs" not in run.stdout
-
-
-def test_full_dry_run_runs_verls_validate_config(tmp_path):
-    train, val = write_parquet(tmp_path / "train.parquet"), write_parquet(tmp_path / "test.parquet")
-    run = run_entry(
-        tmp_path, "device=npu", "model=122b", "dry_run=full", f"data.train_files={train}", f"data.val_files={val}"
-    )
-    assert run.returncode == 0, run.stderr
-    assert "validate_config and actor/ref/rollout dataclasses: OK" in run.stdout
-
-
 def test_an_unknown_dry_run_mode_is_refused(tmp_path):
     run = run_entry(tmp_path, "device=gpu", "dry_run=maybe")
     assert run.returncode == 2 and "dry_run='maybe': use dry_run=false (launch), true or full" in run.stderr

@@ -1,7 +1,7 @@
 """Secrets exported in the shell never reach a file or the screen: dry runs, sweeps, Hydra's own printing.
 
 The launch (launch.yaml, Ray) half of this is in tests/system/test_forwarding.py
-(test_shell_secrets_reach_the_run_but_no_file_or_output); refusals of secrets put on the
+(test_the_launching_shell_wins_and_its_secrets_reach_the_run_but_no_file_or_output); refusals of secrets put on the
 command line or in --config-dir files are rows of tests/integration/test_faults.py.
 """
 

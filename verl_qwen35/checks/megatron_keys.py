@@ -8,7 +8,9 @@ messages say which release was assumed.
 """
 
 import difflib
+from collections.abc import Iterable, Mapping
 from functools import cache
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -134,8 +136,7 @@ def override_key_problems(
                 )
             )
             continue
-        close = difflib.get_close_matches(name, sorted(valid), n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]}?" if close else ""
+        hint = did_you_mean(name, valid)
         if unlisted:
             listed = f"{newest[0]}.{newest[1]}"
             found.append(
@@ -164,15 +165,24 @@ def override_ddp_problems(cfg: DictConfig) -> list[Problem]:
     ddp = OmegaConf.select(cfg, "actor_rollout_ref.actor.megatron.override_ddp_config", default=None)
     if not ddp:
         return []
-    values, fields, key = OmegaConf.to_container(ddp, resolve=True), ddp_field_spec(), ddp_key(cfg)
-    found = []
-    for name in values:
-        if name not in fields:
-            close = difflib.get_close_matches(name, sorted(fields), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]}?" if close else ""
-            found.append(
-                error(f"{key}.{name}", f"is not a field of megatron-core's DistributedDataParallelConfig{hint}")
-            )
+    values = OmegaConf.to_container(ddp, resolve=True)
+    return field_problems(values, ddp_field_spec(), ddp_key(cfg), "DistributedDataParallelConfig")
+
+
+def did_you_mean(name: str, valid: Iterable[str]) -> str:
+    """`; did you mean X?` with the field closest to a misspelt `name`, or nothing when none is close."""
+    close = difflib.get_close_matches(name, sorted(valid), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def field_problems(values: Mapping[str, Any], fields: Mapping[str, dict], key: str, config: str) -> list[Problem]:
+    """`values` as keyword arguments of megatron-core's dataclass `config` (verl passes an override dict so):
+    a name that is not one of its `fields` raises TypeError there; a value of another kind fails later."""
+    found = [
+        error(f"{key}.{name}", f"is not a field of megatron-core's {config}{did_you_mean(name, fields)}")
+        for name in values
+        if name not in fields
+    ]
     return found + type_problems({k: v for k, v in values.items() if k in fields}, fields, key)
 
 

@@ -9,13 +9,10 @@ whose `__post_init__` asserts the precision-aware optimizer runs with adam and t
 The field list is `optimizer_fields` of `data/upstream/megatron_core_*.json` (scripts/megatron_fields.py).
 """
 
-import difflib
-
 from omegaconf import DictConfig, OmegaConf
 
-from verl_qwen35.checks.megatron_keys import optimizer_field_spec
+from verl_qwen35.checks.megatron_keys import field_problems, optimizer_field_spec
 from verl_qwen35.checks.problem import Problem, error
-from verl_qwen35.checks.transformer import type_problems
 
 OPTIM = "actor_rollout_ref.actor.optim"
 OVERRIDE = f"{OPTIM}.override_optimizer_config"
@@ -41,13 +38,7 @@ def optimizer_problems(cfg: DictConfig) -> list[Problem]:
     override = OmegaConf.select(cfg, OVERRIDE, default=None)
     fields = optimizer_field_spec()
     values = OmegaConf.to_container(override, resolve=True) if override else {}
-    found = []
-    for name in values:
-        if name not in fields:
-            close = difflib.get_close_matches(name, sorted(fields), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]}?" if close else ""
-            found.append(error(f"{OVERRIDE}.{name}", f"is not a field of megatron-core's OptimizerConfig{hint}"))
-    found += type_problems({k: v for k, v in values.items() if k in fields}, fields, OVERRIDE)
+    found = field_problems(values, fields, OVERRIDE, "OptimizerConfig")
     if found:
         return found
     args = optimizer_arguments(cfg)

@@ -3,7 +3,8 @@
 Each rule restates an assert of megatron-core 0.16.1 `transformer/transformer_config.py`
 (`TransformerConfig.__post_init__`) or `model_parallel_config.py` (`ModelParallelConfig.__post_init__`)
 that a Qwen3.5 MoE config can reach through overrides; `verl_qwen35/validators/real.py` builds the real
-dataclass in `dry_run=full`, and tests/unit/test_rules_agree_with_megatron_and_verl.py keeps the two in agreement.
+dataclass in `dry_run=full`, and tests/integration/test_rules_agree_with_megatron_and_verl.py keeps the two in
+agreement.
 Pure over a plain dict, the model facts and the layout: the planner calls it per layout.
 """
 

@@ -17,9 +17,10 @@ larger blocks.
 """
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from functools import wraps
+from typing import Any, ParamSpec
 
 from omegaconf import DictConfig
 
@@ -60,6 +61,8 @@ HCCL_DEFAULT_BUFFSIZE_MB = 200
 VLLM_BLOCK_ALIGNMENT = 16
 VISION_IN_CHANNELS = 3  # RGB (Qwen3_5MoeVisionConfig.in_channels)
 
+P = ParamSpec("P")
+
 
 class InputError(ValueError):
     """A value the estimate reads is missing, null, of the wrong type or out of range.
@@ -72,6 +75,23 @@ class InputError(ValueError):
     def __init__(self, key: str, message: str) -> None:
         super().__init__(message)
         self.key = key
+
+
+def or_unusable(head: str) -> Callable[[Callable[P, list[str]]], Callable[P, list[str]]]:
+    """A plan section's lines, or the one line `head: <why>` when a value it reads is unusable: the plan prints
+    what it can and names the key (`InputError`) instead of refusing the whole plan."""
+
+    def wrap(lines: Callable[P, list[str]]) -> Callable[P, list[str]]:
+        @wraps(lines)
+        def section(*args: P.args, **kwargs: P.kwargs) -> list[str]:
+            try:
+                return lines(*args, **kwargs)
+            except InputError as err:
+                return [f"{head}: {err}"]
+
+        return section
+
+    return wrap
 
 
 _MISSING = object()
@@ -489,7 +509,7 @@ class MemoryEstimate:
 
     def as_dict(self) -> dict[str, Any]:
         """Rounded to 0.01 GiB for people and JSON; the attributes keep full precision."""
-        return _rounded(asdict(self) | {"peak_gib": self.peak_gib})
+        return rounded(asdict(self) | {"peak_gib": self.peak_gib})
 
 
 def _kv_heads_per_rank(kv_heads: int, tp: int) -> int:
@@ -612,11 +632,14 @@ def _gib(b: float) -> float:
     return b / GIB
 
 
-def _rounded(value: Any) -> Any:
+def rounded(value: Any) -> Any:
+    """Every float in `value` (nested dicts, lists and tuples, which become lists) to 0.01, for people and JSON."""
     if isinstance(value, float):
         return round(value, 2)
     if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(v) for v in value]
     return value
 
 

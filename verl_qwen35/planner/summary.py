@@ -17,18 +17,16 @@ from verl_qwen35.config.yaml_files import load_yaml
 from verl_qwen35.data.matrices import stack_ids
 from verl_qwen35.installed import conf_dir, installed_verl, installed_verl_version
 from verl_qwen35.model.layout import Layout
-from verl_qwen35.model.memory import InputError, MemoryEstimate
+from verl_qwen35.model.memory import MemoryEstimate, or_unusable
 from verl_qwen35.model.run import Run
 from verl_qwen35.planner.whole_run import predicted_step, whole_run_lines
 from verl_qwen35.verl_release import NEWEST, shown, standing
 
 
+@or_unusable("step       not predicted")
 def step_lines(cfg: DictConfig, steps: int | None = None, estimate: MemoryEstimate | None = None) -> list[str]:
     """The predicted step time of this config's own layout, by part (docs/planning.md, "Step time")."""
-    try:
-        t = predicted_step(cfg, estimate)
-    except InputError as err:
-        return [f"step       not predicted: {err}"]
+    t = predicted_step(cfg, estimate)
     p = t.phases
     return [
         f"time       {t.phrase(steps)}, {t.tokens_per_second_per_device:.0f} tokens/s per device: "

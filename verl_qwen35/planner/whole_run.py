@@ -30,7 +30,14 @@ from omegaconf import DictConfig, OmegaConf
 from verl_qwen35.checks.schedule import train_rows, training_steps, uses_v1_trainer
 from verl_qwen35.model.calibration import calibration_of
 from verl_qwen35.model.layout import Layout
-from verl_qwen35.model.memory import InputError, MemoryEstimate, estimate_layout, read_inputs
+from verl_qwen35.model.memory import (
+    InputError,
+    MemoryEstimate,
+    estimate_layout,
+    or_unusable,
+    read_inputs,
+    rounded,
+)
 from verl_qwen35.model.step_time import Rates, Recipe, StepTime, step_time
 
 GIB = 1 << 30
@@ -127,17 +134,7 @@ class WholeRun:
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["checkpoint"]["gib_per_save"] = round(self.checkpoint.gib, 2)
-        return _rounded(out)
-
-
-def _rounded(value: Any) -> Any:
-    if isinstance(value, float):
-        return round(value, 2)
-    if isinstance(value, dict):
-        return {k: _rounded(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_rounded(v) for v in value]
-    return value
+        return rounded(out)
 
 
 def _steps(cfg: DictConfig) -> tuple[int | None, str]:
@@ -215,12 +212,10 @@ def whole_run(cfg: DictConfig, estimate: MemoryEstimate | None = None) -> WholeR
     return WholeRun(steps, steps_from, step, wall, device, ckpt)
 
 
+@or_unusable("run        not computed")
 def whole_run_lines(cfg: DictConfig, estimate: MemoryEstimate | None = None) -> list[str]:
     """The plan's lines for the whole run (docs/planning.md, "The whole run")."""
-    try:
-        w = whole_run(cfg, estimate)
-    except InputError as err:
-        return [f"run        not computed: {err}"]
+    w = whole_run(cfg, estimate)
     c = w.checkpoint
     lines = [f"run        {w.steps if w.steps is not None else '?'} training steps ({w.steps_from})"]
     if w.wall_hours is not None and w.device_hours is not None and w.step is not None:

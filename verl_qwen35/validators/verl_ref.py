@@ -4,14 +4,10 @@ import copy
 
 from omegaconf import DictConfig, open_dict
 
-# verl's engine worker renames the ref's log-prob keys to the actor's names before
-# building the ref's McoreActorConfig; the same renaming is done here on a copy.
-REF_RENAMES = {
-    "log_prob_micro_batch_size": "ppo_micro_batch_size",
-    "log_prob_micro_batch_size_per_gpu": "ppo_micro_batch_size_per_gpu",
-    "log_prob_use_dynamic_bsz": "use_dynamic_bsz",
-    "log_prob_max_token_len_per_gpu": "ppo_max_token_len_per_gpu",
-}
+# verl's engine worker renames the ref's log-prob keys to the actor's names before building the ref's
+# McoreActorConfig (REF_RENAMES, stated once with its source in checks/verl_dataclasses.py); the same
+# renaming is done here on a copy.
+from verl_qwen35.checks.verl_dataclasses import REF_RENAMES
 
 
 def ref_as_verl_builds_it(cfg: DictConfig) -> DictConfig:
