@@ -15,7 +15,8 @@ import pytest
 from omegaconf import OmegaConf, open_dict
 
 from tests.configs import config, resolved
-from verl_qwen35.checks import bad_value_problems, device_of, preflight
+from tests.runs import preflight
+from verl_qwen35.checks import bad_value_problems, device_of
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
 from verl_qwen35.checks.layout import KEYS, layers_per_stage, sequence_parallel_problems
 from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_lines, memory_numbers, memory_problems

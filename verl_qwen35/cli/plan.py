@@ -30,6 +30,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from verl_qwen35.builder.build import build_run
 from verl_qwen35.checks.layout import positive_problems
 from verl_qwen35.checks.memory import memory_problems
 from verl_qwen35.checks.problem import Problem
@@ -66,7 +67,6 @@ from verl_qwen35.planner.search import (
 from verl_qwen35.planner.trials import Cost, cost, drill_names, spread
 from verl_qwen35.planner.whole_run import checkpoint
 from verl_qwen35.run.child import run_attached
-from verl_qwen35.run.resolved import build_run
 from verl_qwen35.run.stops import stops_deferred
 from verl_qwen35.terminal import SafeParser, say
 
@@ -668,7 +668,7 @@ def run(args: argparse.Namespace) -> int:
         for problem in refusal:
             say(problem, file=sys.stderr)
         raise UsageError("the preflight refuses the best layouts for the reasons above; fix those overrides first")
-    own_split = user_split(resolved)
+    own_split = run.split or user_split(resolved)
     current, own_errors = judge(run, own, own_split)
     base = base_overrides(args.overrides)
     rows = [(str(i + 1), c) for i, c in enumerate(listed)]
@@ -768,7 +768,7 @@ def run_trials(
         names, folder = write_trials(args.sweep, named, resolved, args.drill)
     except OSError as err:
         raise UsageError(f"--sweep {args.sweep}: cannot write the trials ({err.strerror}: {err.filename})") from None
-    price = cost([(name, c) for name, _, c in named], steps, checkpoint(resolved, 1).write_seconds, args.drill)
+    price = cost([(name, c) for name, _, c in named], steps, checkpoint(run, 1).write_seconds, args.drill)
     for line in trial_lines(named, found, price, steps, device):
         say(line)
     if unmeasured := [c for _, _, c in named if not rollout_measured(c.layout, device)]:

@@ -1,10 +1,10 @@
 """The resolved run: one immutable value that the job, the API, `plan`, `estimate` and the planner all read.
 
-Built once per command by `verl_qwen35.run.resolved.build_run` from the composed config; every edit the
-command makes (the Megatron patch links, a sweep job's names, absolute directories) is a step of that
-builder, before the config is resolved and made read-only. What is derived from the config (layout,
-pipeline split, model facts, settings, memory estimate) is computed there once and kept here; a field is
-None when the config's values leave it undefined (the preflight names why).
+Built by `verl_qwen35.builder.build.build_run` from a copy of the composed config (once per command, once per
+candidate of the planner); every edit the command makes (the Megatron patch links, a sweep job's names, absolute
+directories) is a step of that builder, before the config is resolved and made read-only. What is derived from
+the config (layout, pipeline split, model facts, settings, memory estimate) is computed there once and kept here;
+a field is None when the config's values leave it undefined (the preflight names why).
 """
 
 from collections.abc import Mapping
