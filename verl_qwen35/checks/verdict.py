@@ -168,7 +168,7 @@ def rule_problems(cfg: DictConfig, otc: dict, machine_missing: Level, derived: D
     found += packing_problems(cfg, mcore)
     found += length_problems(cfg)
     found += vllm_problems(cfg, device)
-    found += memory_problems(cfg, derived.estimate)
+    found += memory_problems(cfg, derived.estimate, derived.layout)
     found += patch_value_problems(cfg)
     found += override_key_problems(cfg, device, transformer_config_fields(planned), planned)
     found += override_ddp_problems(cfg)
