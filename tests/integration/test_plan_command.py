@@ -11,10 +11,11 @@ from omegaconf import OmegaConf
 from tests.conftest import REFERENCE_LAYOUTS
 from verl_qwen35 import resolve
 from verl_qwen35.checks import device_of
-from verl_qwen35.cli.plan import main, name_of
+from verl_qwen35.cli.plan import main
 from verl_qwen35.config import compose
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import ModelFacts, Settings, estimate_layout
+from verl_qwen35.planner.plan import name_of
 from verl_qwen35.planner.search import (
     Plain,
     rollout_layouts,

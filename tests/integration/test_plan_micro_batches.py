@@ -7,11 +7,12 @@ import pytest
 from omegaconf import OmegaConf
 
 from verl_qwen35 import resolve
-from verl_qwen35.cli.plan import UsageError, applied, batch_keys, overrides_of, sweep_overrides, write_sweep
 from verl_qwen35.config import compose
 from verl_qwen35.planner.batches import KEYS
+from verl_qwen35.planner.plan import UsageError, overrides_of
 from verl_qwen35.planner.search import search
 from verl_qwen35.planner.whole_run import predicted_step
+from verl_qwen35.run.layout_sweep import applied, batch_keys, sweep_overrides, write_sweep
 
 MICRO = "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"
 LOG_PROB = "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"

@@ -11,10 +11,11 @@ import pytest
 
 from tests.conftest import COMBOS
 from verl_qwen35 import resolve
-from verl_qwen35.cli.plan import compare_current, overrides_of
+from verl_qwen35.cli.plan import compare_current
 from verl_qwen35.config import compose
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.step_time import PHASES
+from verl_qwen35.planner.plan import overrides_of
 from verl_qwen35.planner.search import judge, search, shape_of, verify
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "planning.md"
