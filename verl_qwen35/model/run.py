@@ -8,7 +8,7 @@ a field is None when the config's values leave it undefined (the preflight names
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from omegaconf import DictConfig
@@ -35,7 +35,7 @@ class Run:
     hardware: DictConfig | None  # the `hardware` node of `config`
     estimate: MemoryEstimate | None  # None: inputs unusable or a layout whose groups are not whole
     composed: DictConfig | None = None  # the config as composed (interpolations kept), read-only; for the planner
+    device: str = field(init=False)  # "gpu" or "npu" (model/layout.py device_of), read once
 
-    @property
-    def device(self) -> str:
-        return device_of(self.config)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "device", device_of(self.config))  # frozen: set once, here
