@@ -341,7 +341,7 @@ class Base(NamedTuple):
         return base._replace(baseline=baseline)
 
     def verdict(self, cfg: DictConfig, mode: str) -> list[Problem]:
-        """What the dry run says of `cfg` (it is taken over), its output kept off the screen."""
+        """What the dry run says of `cfg` (the builder copies it), its output kept off the screen."""
         with quiet():
             run, broken = build_run(cfg, mode=mode)
             return broken or problems(run)
