@@ -38,13 +38,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the package and tests/tiny_data.py from a clean clone, as scripts/calibrate.py
 
 from tests.tiny_data import write_geo3k_stub  # noqa: E402
+from verl_qwen35.builder.build import build_run  # noqa: E402
 from verl_qwen35.checks.problem import Problem  # noqa: E402
 from verl_qwen35.config import compose  # noqa: E402
 from verl_qwen35.config.errors import explain  # noqa: E402
 from verl_qwen35.config.patch import link_patch  # noqa: E402
 from verl_qwen35.config.schema import ACTOR, REF  # noqa: E402
 from verl_qwen35.run.job import problems  # noqa: E402  (the dry run's own verdict: fast rules, then full)
-from verl_qwen35.run.resolved import build_run  # noqa: E402
 
 TRACE = ROOT / "verl_qwen35" / "data" / "startup_trace.yaml"
 CONTEXTS = ROOT / "scripts" / "coverage_contexts.yaml"
@@ -341,7 +341,7 @@ class Base(NamedTuple):
         return base._replace(baseline=baseline)
 
     def verdict(self, cfg: DictConfig, mode: str) -> list[Problem]:
-        """What the dry run says of `cfg` (it is taken over), its output kept off the screen."""
+        """What the dry run says of `cfg` (the builder copies it), its output kept off the screen."""
         with quiet():
             run, broken = build_run(cfg, mode=mode)
             return broken or problems(run)

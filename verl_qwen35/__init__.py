@@ -9,12 +9,11 @@ The public API, for notebooks and other tools (importing it changes nothing outs
     memory = estimate(run)               # MemoryEstimate, GiB
     best = plan(run, nnodes=8, devices_per_node=16, top=5)   # list[Candidate], best first
 
-`preflight`, `estimate` and `plan` take a composed config too (each then resolves its own `Run`).
+`preflight`, `estimate` and `plan` take a `Run` (`resolve` builds it from a composed config).
 The names are imported when first used: `python -m verl_qwen35` runs this file before every command,
 and `--cfg job` needs neither the checks nor the planner.
 """
 
-import copy
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
@@ -57,43 +56,34 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'verl_qwen35' has no attribute {name!r}")
 
 
-def resolve(cfg: "DictConfig | Run") -> "Run":
-    """The `Run` of a composed config, as a dry run builds it (yours is copied: it keeps its interpolations,
-    and `parallel.*` its sway over verl's keys); a `Run` is returned as it is."""
-    from verl_qwen35.model.run import Run
-    from verl_qwen35.run.resolved import build_run
+def resolve(cfg: "DictConfig") -> "Run":
+    """The `Run` of a composed config, as a dry run builds it (yours is copied, never edited: it keeps its
+    interpolations, and `parallel.*` its sway over verl's keys)."""
+    from verl_qwen35.builder.build import build_run
 
-    if isinstance(cfg, Run):
-        return cfg
-    return build_run(copy.deepcopy(cfg), mode="dry", keep_composed=True)[0]
+    return build_run(cfg, mode="dry", keep_composed=True)[0]
 
 
-def preflight(cfg: "DictConfig | Run") -> "list[Problem]":
+def preflight(run: "Run") -> "list[Problem]":
     """Every problem the dry run would report (a missing local data or model file is a warning)."""
     from verl_qwen35.checks import preflight as checked
 
-    run = resolve(cfg)
-    return checked(run.config, machine_missing="warning", estimate=run.estimate)
+    return checked(run, machine_missing="warning")
 
 
-def estimate(cfg: "DictConfig | Run") -> "MemoryEstimate":
+def estimate(run: "Run") -> "MemoryEstimate":
     """Memory per device (training and rollout) and host memory per node, in GiB."""
     from verl_qwen35.model.memory import estimate as estimated
 
-    run = resolve(cfg)
     return run.estimate or estimated(run.config)  # a config the estimate cannot take: its error names the key
 
 
-def plan(cfg: "DictConfig | Run", nnodes: int, devices_per_node: int, top: int = 10) -> "list[Candidate]":
-    """The layouts of `cfg`'s model on nnodes x devices_per_node that fit and that the whole preflight accepts,
+def plan(run: "Run", nnodes: int, devices_per_node: int, top: int = 10) -> "list[Candidate]":
+    """The layouts of the run's model on nnodes x devices_per_node that fit and that the whole preflight accepts,
     best first (as `verl-qwen35 plan`); `top=0` lists all."""
-    from omegaconf import OmegaConf, open_dict
-
+    from verl_qwen35.builder.build import build_run
     from verl_qwen35.planner.search import composed_of, search, verified
 
-    sized = copy.deepcopy(composed_of(cfg))  # a Run's kept composed config, or the composed config given
-    OmegaConf.set_readonly(sized, False)
-    with open_dict(sized):
-        sized.parallel.nnodes, sized.parallel.devices_per_node = nnodes, devices_per_node
-    run = resolve(sized)
-    return verified(run, search(run, top=top), top)[0]
+    sized = {"parallel.nnodes": nnodes, "parallel.devices_per_node": devices_per_node}
+    cluster = build_run(composed_of(run), run.choices, mode="dry", keep_composed=True, changes=sized)[0]
+    return verified(cluster, search(cluster, top=top), top)[0]

@@ -8,6 +8,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.integration.test_report import launched, log_steps, step_metrics
+from verl_qwen35 import resolve
 from verl_qwen35.config import compose
 from verl_qwen35.planner.summary import predicted_step
 from verl_qwen35.run.launch_record import write_launch_file
@@ -17,7 +18,7 @@ def test_a_calibration_from_a_run_changes_the_dry_runs_prediction_and_names_itse
     run = tmp_path / "run"
     cfg = launched(run, monkeypatch, "logger=[console,file]")
     monkeypatch.chdir(tmp_path)
-    shipped = predicted_step(cfg)
+    shipped = predicted_step(resolve(cfg))
     # The run measured 3x the shipped prediction of every phase it logs (gen 60%, old_log_prob 10%, update 30%).
     log_steps(run, monkeypatch, {s: step_metrics(s, 3 * shipped.total) for s in range(1, 5)})
     done = cli("calibrate", str(run), "--out", "mine.yaml")

@@ -9,12 +9,19 @@ import statistics
 import pytest
 
 from tests.integration.test_report import launched, log_steps, step_metrics
+from verl_qwen35 import resolve
 from verl_qwen35.config import compose
 from verl_qwen35.model.calibration import shipped
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import estimate_layout, read_inputs
 from verl_qwen35.model.step_time import CONSTANT, Rates, Recipe, StepTime, step_time
 from verl_qwen35.planner.summary import predicted_step
+
+
+def predicted_step_of(cfg):
+    """The predicted step of the Run the builder makes of `cfg`."""
+    return predicted_step(resolve(cfg))
+
 
 LENGTHS = {"prompt": "prompt_length/mean", "response": "response_length/mean", "longest": "response_length/max"}
 TIMED = ("gen", "old_log_prob", "update_actor", "update_weights")
@@ -83,13 +90,13 @@ def test_a_calibrated_prediction_is_made_at_the_lengths_the_run_logged_and_says_
     expected = sum(slower(at_lengths, 2.0).values()) - slower(at_lengths, 2.0)["update_weights"]
     expected += at_lengths.phases["update_weights"]
     calibrated = compose(["model=35b", "device=gpu", f"plan.calibration={tmp_path / 'mine.yaml'}"])
-    predicted = predicted_step(calibrated)
+    predicted = predicted_step_of(calibrated)
     assert predicted.total == pytest.approx(expected, rel=0.05), (predicted.total, expected)
     assert predicted.response_length == lengths["response"] and predicted.prompt_length == lengths["prompt"]
     assert f"as the runs of calibration {tmp_path / 'mine.yaml'} logged them" in predicted.assumption()
-    at_maxima = predicted_step(compose(["model=35b", "device=gpu"]))
+    at_maxima = predicted_step_of(compose(["model=35b", "device=gpu"]))
     assert at_maxima.total > 3 * at_lengths.total  # what predicting at the maxima would have been off by
-    chosen = predicted_step(
+    chosen = predicted_step_of(
         compose(["model=35b", "device=gpu", f"plan.calibration={tmp_path / 'mine.yaml'}", "plan.response_length=100"])
     )
     assert chosen.response_length == 100 and "(plan.response_length)" in chosen.assumption()
@@ -125,7 +132,7 @@ def test_runs_of_several_layouts_earn_a_band_of_their_own_from_their_spread_and_
         assert float(high) - float(low) < (published[1] - published[0]) / 3
     other = ["model=35b", "device=gpu", "parallel.ep=2"]
     cfg = compose(other)
-    calibrated = predicted_step(compose([*other, f"plan.calibration={tmp_path / 'cluster.yaml'}"]))
+    calibrated = predicted_step_of(compose([*other, f"plan.calibration={tmp_path / 'cluster.yaml'}"]))
     truth = sum(slower(shipped_at(cfg, calibrated_lengths(calibrated)), 1.5).values())
     assert calibrated.total == pytest.approx(truth, rel=0.15)
     assert calibrated.low <= truth <= calibrated.high and (calibrated.high - calibrated.low) / calibrated.total < 0.2

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from verl_qwen35 import Candidate, MemoryEstimate, Problem, compose, estimate, plan, preflight
+from verl_qwen35 import Candidate, MemoryEstimate, Problem, compose, estimate, plan, preflight, resolve
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -56,13 +56,14 @@ def test_two_runs_a_second_apart_get_their_own_directories_dated_now(tmp_path):
 
 def test_the_python_api_composes_checks_estimates_and_plans():
     cfg = compose(["device=npu", "model=122b"])
-    found = preflight(cfg)
+    run = resolve(cfg)
+    found = preflight(run)
     assert all(isinstance(p, Problem) for p in found)
     assert not [p for p in found if p.level == "error"], found
-    memory = estimate(cfg)
+    memory = estimate(run)
     assert isinstance(memory, MemoryEstimate) and memory.fits
     assert 0 < memory.train_gib < memory.device_memory_gib
-    best = plan(cfg, nnodes=4, devices_per_node=16, top=3)
+    best = plan(run, nnodes=4, devices_per_node=16, top=3)
     assert 1 <= len(best) <= 3 and all(isinstance(c, Candidate) and c.fits for c in best)
     assert all(c.layout.world == 64 for c in best)
     # The caller's config is not resolved or changed by the API: parallel.* still feeds verl's keys.
@@ -78,14 +79,14 @@ def test_a_run_is_resolved_once_and_cannot_be_edited():
     from omegaconf import OmegaConf
     from omegaconf.errors import ReadonlyConfigError
 
-    from verl_qwen35 import Run, resolve
+    from verl_qwen35 import Run
 
     cfg = compose(["device=npu", "model=122b"])
     run = resolve(cfg)
-    assert isinstance(run, Run) and resolve(run) is run
+    assert isinstance(run, Run)
     assert run.config.trainer.nnodes == run.layout.nnodes == 4  # resolved: no interpolation left
-    assert run.estimate == estimate(run) == estimate(cfg)
-    assert preflight(run) == preflight(cfg)
+    assert run.estimate == estimate(run) == estimate(resolve(cfg))
+    assert preflight(run) == preflight(resolve(cfg))
     with pytest.raises(ReadonlyConfigError):
         run.config.parallel.tp = 8
     with pytest.raises(ReadonlyConfigError):

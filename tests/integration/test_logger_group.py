@@ -14,9 +14,9 @@ from omegaconf import OmegaConf
 from tests.environ import cleared
 from verl_qwen35.checks.tracking import swanlab_login_problems
 from verl_qwen35.config import compose
+from verl_qwen35.config.placement import absolute_tracking_env
 from verl_qwen35.run.job import launch_now
 from verl_qwen35.run.launch_record import write_launch_file
-from verl_qwen35.run.tracking_files import absolute_tracking_env
 
 # option -> the backend verl's Tracking gets
 OPTIONS = {

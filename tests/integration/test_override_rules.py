@@ -6,7 +6,8 @@ import warnings
 
 import pytest
 
-from verl_qwen35.checks import device_of, preflight
+from tests.runs import preflight
+from verl_qwen35.checks import device_of
 from verl_qwen35.config import compose
 from verl_qwen35.errors import UserError
 from verl_qwen35.validators.real import real_problems

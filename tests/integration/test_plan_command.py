@@ -9,27 +9,27 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.conftest import REFERENCE_LAYOUTS
+from verl_qwen35 import resolve
 from verl_qwen35.checks import device_of
-from verl_qwen35.cli.plan import main, name_of
+from verl_qwen35.cli.plan import main
 from verl_qwen35.config import compose
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import ModelFacts, Settings, estimate_layout
+from verl_qwen35.planner.plan import name_of
 from verl_qwen35.planner.search import (
     Plain,
     rollout_layouts,
     search,
     shape_of,
     training_layouts,
+    variant,
     verify,
-    with_layout,
 )
 
 
 def composed(model: str, device: str, *extra: str):
-    cfg = compose([f"model={model}", f"device={device}", *extra])
-    resolved = cfg.copy()
-    OmegaConf.resolve(resolved)
-    return cfg, resolved
+    run = resolve(compose([f"model={model}", f"device={device}", *extra]))  # the one builder's Run
+    return run, run.config
 
 
 def published(combo) -> Layout:
@@ -40,7 +40,7 @@ def published(combo) -> Layout:
 def test_published_layout_is_accepted_and_fits(combo):
     """The search space holds every published layout, accepted by the rules and fitting in memory."""
     model, device = combo
-    _, resolved = composed(model, device)
+    run, resolved = composed(model, device)
     plain = Plain.of(OmegaConf.to_container(resolved))
     lo = published(combo)
     trainings = {t for t, *_ in training_layouts(plain, Layout.of(plain), device, [0])}
@@ -55,8 +55,8 @@ def test_published_layout_is_accepted_and_fits(combo):
 @pytest.mark.parametrize("combo", [("35b", "gpu"), ("122b", "npu")], ids=lambda c: "_".join(c))
 def test_published_layout_is_among_all_fitting_ones(combo):
     model, device = combo
-    _, resolved = composed(model, device)
-    everything = search(resolved, device, top=0).candidates
+    run, resolved = composed(model, device)
+    everything = search(run, device, top=0).candidates
     assert all(c.fits for c in everything)
     # One row per TP/PP/CP/EP/ETP shape (its best VPP, split and rollout layout): the shape is listed.
     assert shape_of(published(combo)) in [shape_of(c.layout) for c in everything]
@@ -64,26 +64,28 @@ def test_published_layout_is_among_all_fitting_ones(combo):
 
 def test_every_listed_layout_passes_the_whole_preflight_and_is_ranked():
     """Ranked by tier: the first tier (within the fastest's band) first, the rest by predicted seconds."""
-    cfg, resolved = composed("122b", "gpu")
-    found = search(resolved, "gpu", top=8).candidates
+    run, resolved = composed("122b", "gpu")
+    found = search(run, "gpu", top=8).candidates
     assert len(found) == 8
     for c in found:
         assert c.fits
-        assert [str(p) for p in verify(cfg, c.layout, c.split) if p.level == "error"] == []
+        assert [str(p) for p in verify(run, c.layout, c.split) if p.level == "error"] == []
     tiers = [c.tier for c in found]
     assert tiers == sorted(tiers) and tiers[0] == 1
     seconds = [c.time.seconds for c in found if c.tier == 2]
     assert seconds == sorted(seconds)
 
 
-def test_with_layout_equals_the_command_line_override():
-    """Setting parallel.* on the composed config is what Hydra's override gives (no second composition)."""
-    cfg, _ = composed("122b", "npu")
+def test_a_variant_equals_the_command_line_override():
+    """A candidate's Run (the composed config with parallel.* changed, built by the one builder) is the Run of
+    Hydra's override (no second composition)."""
+    run, _ = composed("122b", "npu")
     lo = Layout(4, 16, 4, 4, 1, 8, 1, 3, 8, 2, 1, 16)
-    by_hand = with_layout(cfg, lo)
+    by_hand = variant(run, lo)
     overrides = [f"parallel.{k}={v}" for k, v in dict(tp=4, pp=4, ep=8, vpp=3, gen_tp=8, gen_dp=2, gen_ep=16).items()]
-    _, by_hydra = composed("122b", "npu", *overrides)
-    assert OmegaConf.to_container(by_hand) == OmegaConf.to_container(by_hydra)
+    by_hydra, _ = composed("122b", "npu", *overrides)
+    assert OmegaConf.to_container(by_hand.config) == OmegaConf.to_container(by_hydra.config)
+    assert (by_hand.layout, by_hand.split, by_hand.estimate) == (by_hydra.layout, by_hydra.split, by_hydra.estimate)
 
 
 def test_122b_on_4x16_npu_lists_the_published_layout_and_its_top_five_pass_the_real_dry_run(cli):
@@ -177,5 +179,5 @@ def test_option_names_say_the_layout():
 
 
 def test_device_of_the_composed_config_is_used():
-    _, resolved = composed("35b", "npu")
+    run, resolved = composed("35b", "npu")
     assert device_of(resolved) == "npu"

@@ -6,20 +6,21 @@ import json
 import pytest
 from omegaconf import OmegaConf
 
-from verl_qwen35.cli.plan import UsageError, applied, batch_keys, overrides_of, sweep_overrides, write_sweep
+from verl_qwen35 import resolve
 from verl_qwen35.config import compose
 from verl_qwen35.planner.batches import KEYS
+from verl_qwen35.planner.plan import UsageError, overrides_of
 from verl_qwen35.planner.search import search
 from verl_qwen35.planner.whole_run import predicted_step
+from verl_qwen35.run.layout_sweep import applied, batch_keys, sweep_overrides, write_sweep
 
 MICRO = "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"
 LOG_PROB = "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"
 
 
 def resolved(*overrides: str):
-    cfg = compose(list(overrides))
-    OmegaConf.resolve(cfg)
-    return cfg
+    """The Run of these overrides, as the planner reads it."""
+    return resolve(compose(list(overrides)))
 
 
 def test_a_layout_that_needs_a_smaller_micro_batch_is_listed_with_it_and_its_line_passes_the_dry_run(cli):
@@ -63,7 +64,7 @@ def test_a_dynamic_token_budget_is_halved_down_to_one_sequence_and_no_further():
     cfg = resolved("model=35b", "device=npu", f"{budget}=262144")
     found = search(cfg, top=0).candidates
     changed = [(c.layout.cp, dict(c.batches)[budget]) for c in found if budget in dict(c.batches)]
-    longest = cfg.data.max_prompt_length + cfg.data.max_response_length
+    longest = cfg.config.data.max_prompt_length + cfg.config.data.max_response_length
     # verl multiplies the budget by the context parallelism (prepare_micro_batches) before that assertion.
     assert changed and all(longest <= value * cp and value < 262144 for cp, value in changed)
     assert all(c.fits for c in found)
@@ -86,10 +87,10 @@ def test_a_sweep_writes_the_smaller_micro_batch_where_hydra_applies_it(tmp_path)
     cfg = resolved(*user)
     found = search(cfg, top=0).candidates
     rows = [("1", next(c for c in found if c.batches)), ("2", next(c for c in found if not c.batches))]
-    names = write_sweep(tmp_path, rows, cfg)
+    names = write_sweep(tmp_path, rows, cfg.config)
     kept = sweep_overrides(user, batch_keys(rows))
     assert f"{MICRO}=8" not in kept
-    applied(tmp_path, kept, rows, names, cfg)  # Hydra applies the files' values
+    applied(tmp_path, kept, rows, names, cfg.config)  # Hydra applies the files' values
     for (_, c), name in zip(rows, names, strict=True):
         job = compose([*kept, f"parallel={name}"], config_dirs=[tmp_path])
         assert OmegaConf.select(job, MICRO) == dict(c.batches).get(MICRO, 8)
@@ -102,6 +103,6 @@ def test_a_sweep_refuses_a_micro_batch_that_a_later_group_would_override(tmp_pat
     user = ["model=122b", "device=npu", f"{LOG_PROB}=32", f"{ref}=32", "actor_rollout_ref.actor.use_kl_loss=true"]
     cfg = resolved(*user)
     c = next(c for c in search(cfg, top=20).candidates if LOG_PROB in dict(c.batches))
-    names = write_sweep(tmp_path, [("1", c)], cfg)
+    names = write_sweep(tmp_path, [("1", c)], cfg.config)
     with pytest.raises(UsageError, match=LOG_PROB.replace(".", r"\.") + ".*tuning or submit"):
-        applied(tmp_path, sweep_overrides(user, batch_keys([("1", c)])), [("1", c)], names, cfg)
+        applied(tmp_path, sweep_overrides(user, batch_keys([("1", c)])), [("1", c)], names, cfg.config)

@@ -8,23 +8,22 @@ import sys
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 
 from tests.conftest import COMBOS
-from verl_qwen35.cli.plan import compare_current, overrides_of
+from verl_qwen35 import resolve
+from verl_qwen35.cli.plan import compare_current
 from verl_qwen35.config import compose
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.step_time import PHASES
+from verl_qwen35.planner.plan import overrides_of
 from verl_qwen35.planner.search import judge, search, shape_of, verify
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "planning.md"
 
 
 def composed(model: str, device: str, *extra: str):
-    cfg = compose([f"model={model}", f"device={device}", *extra])
-    resolved = cfg.copy()
-    OmegaConf.resolve(resolved)
-    return cfg, resolved
+    run = resolve(compose([f"model={model}", f"device={device}", *extra]))  # the one builder's Run
+    return run, run.config
 
 
 def planner(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -36,8 +35,8 @@ def planner(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
 def test_ties_are_one_tier_no_first_layout_is_under_the_floor_and_the_harmless_tp1_warning_does_not_rank():
     """Tier 1 is every layout within the band of the fastest, ordered with the headroom floor first; tier 2 by
     seconds. Every TP 1 layout carries "sequence_parallel has no effect at tp=1", which ranks nothing."""
-    _, resolved = composed("35b", "gpu", "parallel.nnodes=2")
-    found = search(resolved, "gpu", top=0).candidates
+    run, resolved = composed("35b", "gpu", "parallel.nnodes=2")
+    found = search(run, "gpu", top=0).candidates
     warned = [c for c in found if c.layout.tp == 1]
     assert warned and all(any("sequence_parallel" in w for w in c.warnings) for c in warned)
     first = [c for c in found if c.tier == 1]
@@ -49,19 +48,19 @@ def test_ties_are_one_tier_no_first_layout_is_under_the_floor_and_the_harmless_t
     assert seconds == sorted(seconds)
     if any(c.headroom >= 0.10 for c in first):
         assert found[0].headroom >= 0.10
-    strict = search(resolved, "gpu", top=0, min_headroom=0.5).candidates
+    strict = search(run, "gpu", top=0, min_headroom=0.5).candidates
     if any(c.headroom >= 0.5 for c in strict if c.tier == 1):
         assert strict[0].headroom >= 0.5
 
 
 def test_397b_at_pp8_is_expressible_with_uneven_stages_and_the_dry_run_accepts_it(tmp_path):
     """60 layers do not split over 8 stages evenly: the planner proposes first/last stage counts."""
-    cfg, resolved = composed("397b", "npu")
-    found = search(resolved, "npu", top=0).candidates
+    run, resolved = composed("397b", "npu")
+    found = search(run, "npu", top=0).candidates
     pp8 = [c for c in found if c.layout.pp == 8]
     assert pp8 and all(c.split.first is not None and c.split.last is not None for c in pp8)
     c = pp8[0]
-    assert [str(p) for p in verify(cfg, c.layout, c.split) if p.level == "error"] == []
+    assert [str(p) for p in verify(run, c.layout, c.split) if p.level == "error"] == []
     dry = subprocess.run(
         [
             sys.executable,
@@ -87,9 +86,9 @@ def test_where_the_shipped_presets_land(combo, tmp_path):
     """verl's own training layout for each preset lies in the first tier of its cluster (as fast as the pick
     within the model's band), and the plan says so in words, not in seconds the model cannot tell apart."""
     model, device = combo
-    _, resolved = composed(model, device)
+    run, resolved = composed(model, device)
     own = Layout.of(resolved)
-    found = search(resolved, device, top=0).candidates
+    found = search(run, device, top=0).candidates
     shapes = [shape_of(c.layout) for c in found]
     assert shape_of(own) in shapes
     rank = shapes.index(shape_of(own)) + 1
@@ -115,8 +114,8 @@ BRIDGE = {"35b": (2, (1, 2, 1, 8, 1)), "122b": (16, (2, 8, 1, 16, 1)), "397b": (
 def test_where_megatron_bridge_qwen35_layouts_land(model):
     """In the first tier of their H100 cluster (as fast as the pick within the model's band)."""
     nodes, shape = BRIDGE[model]
-    _, resolved = composed(model, "gpu", "hardware=h100", f"parallel.nnodes={nodes}", "parallel.devices_per_node=8")
-    found = search(resolved, "gpu", top=0).candidates
+    run, resolved = composed(model, "gpu", "hardware=h100", f"parallel.nnodes={nodes}", "parallel.devices_per_node=8")
+    found = search(run, "gpu", top=0).candidates
     shapes = [shape_of(c.layout) for c in found]
     assert shape in shapes
     rank = shapes.index(shape) + 1
@@ -164,10 +163,10 @@ def test_where_other_published_qwen35_layouts_land(cluster):
     """Each published training layout lies in the first tier of its cluster, and with its published rollout layout
     the step still lies within the band of the fastest (the model cannot tell it from the pick)."""
     model, hardware, nodes = cluster
-    cfg, resolved = composed(
+    run, resolved = composed(
         model, "gpu", f"hardware={hardware}", f"parallel.nnodes={nodes}", "parallel.devices_per_node=8"
     )
-    found = search(resolved, "gpu", top=0).candidates
+    found = search(run, "gpu", top=0).candidates
     shapes = [shape_of(c.layout) for c in found]
     fastest = min((c for c in found if c.tier == 1), key=lambda c: c.time.total)
     for shape, gen in PUBLISHED[cluster]:
@@ -177,7 +176,7 @@ def test_where_other_published_qwen35_layouts_land(cluster):
         if gen is None:
             continue
         lo = dataclasses.replace(theirs.layout, gen_tp=gen[0], gen_dp=gen[1], gen_ep=gen[2])
-        paired, errors = judge(cfg, lo, theirs.split)
+        paired, errors = judge(run, lo, theirs.split)
         assert paired is not None and paired.fits, (shape, gen, [str(e) for e in errors])
         assert paired.time.total <= fastest.time.high, (shape, gen, compare_current(fastest, paired, None))
 
@@ -208,8 +207,8 @@ def test_published_context_parallel_layouts_land_in_the_first_tier_where_their_s
     model, device, enabling, shape = CP_PUBLISHED[case]
     cluster = [e for e in enabling if not e.startswith(("plan.megatron_core", CP_ALGO))]
     for extra, runs_cp in ((enabling, True), (cluster, False)):
-        _, resolved = composed(model, device, *extra, "dry_run=true")
-        found = search(resolved, device, top=0).candidates
+        run, resolved = composed(model, device, *extra, "dry_run=true")
+        found = search(run, device, top=0).candidates
         theirs = next((c for c in found if shape_of(c.layout) == shape), None)
         if runs_cp:
             assert theirs is not None and theirs.tier == 1, (case, theirs and compare_current(found[0], theirs, None))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from verl_qwen35 import resolve
 from verl_qwen35.config import compose
 from verl_qwen35.planner.measured import measured_kinds
 from verl_qwen35.planner.search import crossing_groups, headroom_step, search
@@ -109,7 +110,7 @@ def test_json_rows_say_whether_their_rollout_was_measured_and_the_current_tier(c
 
 def test_spread_picks_layouts_that_differ_in_pipeline_expert_and_tensor_parallelism():
     cfg = compose(["model=35b", "device=gpu", "hardware=h100", "parallel.nnodes=4"])
-    found = search(cfg, "gpu", top=10)
+    found = search(resolve(cfg), "gpu", top=10)
     assert found.tier_size == len(found.tier_one) > 10
     picked = spread(found.tier_one, 3)
     assert picked[0] is found.tier_one[0]

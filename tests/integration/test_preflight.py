@@ -2,7 +2,7 @@
 
 import pytest
 
-from verl_qwen35.checks import preflight
+from tests.runs import preflight
 from verl_qwen35.config import compose
 
 
@@ -170,7 +170,9 @@ def test_a_secret_already_in_the_config_reaches_the_verdict_once():
 
 
 def _check_reaches_the_verdict_once(family, cfg):
-    own = [str(p) for p in _family(family)(cfg)]
+    from verl_qwen35.builder.build import build_run
+
+    own = [str(p) for p in _family(family)(build_run(cfg, mode="dry")[0].config)]  # the Run's, as preflight reads
     assert own, f"the case no longer triggers the {family} check"
     verdict = [str(p) for p in preflight(cfg, machine_missing="warning")]
     for problem in own:

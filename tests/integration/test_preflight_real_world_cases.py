@@ -8,7 +8,8 @@ import warnings
 
 import pytest
 
-from verl_qwen35.checks import device_of, preflight
+from tests.runs import preflight
+from verl_qwen35.checks import device_of
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import presets
 from verl_qwen35.installed import installed_verl_schema

@@ -15,7 +15,7 @@ import pytest
 from omegaconf import DictConfig, OmegaConf
 
 from tests.commands import verl_qwen35
-from verl_qwen35.checks import preflight
+from tests.runs import preflight
 from verl_qwen35.checks.startup import sampling_problems, token_budget_problems
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import presets

@@ -14,7 +14,8 @@ import warnings
 import pytest
 from omegaconf import OmegaConf
 
-from verl_qwen35.checks import device_of, preflight
+from tests.runs import preflight
+from verl_qwen35.checks import device_of
 from verl_qwen35.config import compose
 from verl_qwen35.validators.real import real_problems
 

@@ -6,7 +6,7 @@ traceback); the table goes through `preflight` on one shared composition (tests/
 import pytest
 
 from tests.configs import config
-from verl_qwen35.checks import preflight
+from tests.runs import preflight
 
 A = "actor_rollout_ref.actor"
 R = "actor_rollout_ref.rollout"

@@ -15,7 +15,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.commands import verl_qwen35
-from verl_qwen35.checks import preflight
+from tests.runs import preflight
 from verl_qwen35.checks.memory import memory_lines
 from verl_qwen35.cli import doctor
 from verl_qwen35.cli import estimate as estimate_cli

@@ -4,8 +4,8 @@ drill's two jobs compose, and a dry run accepts them (the fast one for every pre
 import pytest
 from omegaconf import OmegaConf
 
+from tests.runs import preflight
 from tests.tiny_data import write_geo3k_stub
-from verl_qwen35.checks import preflight
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import options, presets
 

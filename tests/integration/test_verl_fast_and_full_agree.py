@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from verl_qwen35.checks import preflight
+from tests.runs import preflight
 from verl_qwen35.checks.verl_settings import deprecation_notes
 from verl_qwen35.config import compose
 from verl_qwen35.validators.verl_fields import real_type_problems

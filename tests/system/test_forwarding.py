@@ -32,11 +32,10 @@ from tests.conftest import REFERENCE_LAYOUTS
 from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.cli import main as entrypoint
 from verl_qwen35.config import compose
+from verl_qwen35.config.placement import absolute_checkpoint_dir, absolute_tracking_env
 from verl_qwen35.installed import verl_config_dir
 from verl_qwen35.review.flat import flatten
 from verl_qwen35.run.environment import effective_env
-from verl_qwen35.run.launch_record import absolute_checkpoint_dir
-from verl_qwen35.run.tracking_files import absolute_tracking_env
 
 PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY")
 # A small local Ray for a 2-core box; with the data files, the only overrides the test adds.

@@ -18,6 +18,7 @@ LAYERS = [
     {"records"},  # the run records' formats (launch.yaml, verdict.json, the sweep summary, metrics files)
     {"model"},
     {"checks"},
+    {"builder"},  # the one builder of a Run: the job, the API and every planner candidate
     {"planner", "validators"},
     {"run"},  # writes the records (records/) and never draws
     {"review"},  # reads those records (records/), never run/: diff, report, plots, the layout picture

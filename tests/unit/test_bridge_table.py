@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from tests.commands import verl_qwen35
 from tests.configs import config
-from verl_qwen35.checks import preflight
+from tests.runs import preflight
 from verl_qwen35.checks.bridges import TABLE_NAME, bridge_of, bridges
 from verl_qwen35.checks.transformer import transformer_problems
 from verl_qwen35.installed import conf_dir

@@ -11,7 +11,7 @@ import pytest
 from omegaconf import open_dict
 
 from tests.environ import cleared
-from verl_qwen35.checks import preflight
+from tests.runs import preflight
 from verl_qwen35.config import compose
 from verl_qwen35.errors import UserError
 from verl_qwen35.run.environment import apply_env, effective_env, job_environment

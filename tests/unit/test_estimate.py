@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from verl_qwen35.checks import preflight
+from tests.runs import preflight
 from verl_qwen35.checks.layout import layout_problems
 from verl_qwen35.config import compose
 from verl_qwen35.config.choices import options

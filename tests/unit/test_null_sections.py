@@ -3,7 +3,7 @@ traceback (`actor_rollout_ref.actor.optim=null` once gave an AttributeError in m
 
 import pytest
 
-from verl_qwen35.checks import preflight
+from tests.runs import preflight
 from verl_qwen35.config import compose
 
 NULLED = [

@@ -2,6 +2,7 @@
 
 import pytest
 
+from verl_qwen35 import resolve
 from verl_qwen35.checks.parity import ONE_SIDED, parity_errors, patch_sources
 from verl_qwen35.config import compose
 from verl_qwen35.config.patch import plain
@@ -90,7 +91,7 @@ def test_keys_outside_the_patch_are_compared_too(override):
     ],
 )
 def test_a_new_patch_key_reaches_both_sides(override, key, value):
-    cfg = compose(["model=122b", "device=gpu", override])
+    cfg = resolve(compose(["model=122b", "device=gpu", override])).config  # the builder links the patch, once
     assert parity_errors(cfg) == []
     for side in (cfg.actor_rollout_ref.actor.megatron, cfg.actor_rollout_ref.ref.megatron):
         assert plain(side[key]) == value

@@ -15,7 +15,8 @@ import pytest
 from omegaconf import OmegaConf, open_dict
 
 from tests.configs import config, resolved
-from verl_qwen35.checks import bad_value_problems, device_of, preflight
+from tests.runs import preflight
+from verl_qwen35.checks import bad_value_problems, device_of
 from verl_qwen35.checks.batches import batch_problems, interleaving_problem, share_problems, uses_reference
 from verl_qwen35.checks.layout import KEYS, layers_per_stage, sequence_parallel_problems
 from verl_qwen35.checks.memory import WARN_FRACTION, estimate_of, memory_lines, memory_numbers, memory_problems
@@ -1720,8 +1721,10 @@ def test_the_megatron_core_version_the_rules_follow(found, mcore, said, tmp_path
 def test_ddp_overrides_are_named_where_the_user_sets_them():
     """Our patch (megatron.override_ddp_config) when it carries them, else the actor's own key (a plain verl config)."""
     from verl_qwen35.checks.megatron_keys import ddp_key, override_ddp_problems
+    from verl_qwen35.config.patch import link_patch
 
     ours = compose(["model=35b", "device=gpu", "+megatron.override_ddp_config={bucket_sise: 1}"])
+    link_patch(ours)  # as the builder of a Run does: `megatron.<any key>` reaches actor and ref
     assert ddp_key(ours) == "megatron.override_ddp_config"
     assert [p.keys for p in override_ddp_problems(ours)] == [("megatron.override_ddp_config.bucket_sise",)]
     plain = copy.deepcopy(ours)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from verl_qwen35.checks import preflight
+from tests.runs import preflight
 from verl_qwen35.config import compose
 from verl_qwen35.config.secrets import credentials_in, redact, shell_secrets
 

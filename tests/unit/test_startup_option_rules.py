@@ -6,7 +6,7 @@ The twins against verl's own code are tests/integration/test_startup_option_twin
 import pytest
 
 from tests.configs import config
-from verl_qwen35.checks import preflight
+from tests.runs import preflight
 
 R = "actor_rollout_ref.rollout"
 NSYS = "global_profiler.global_tool_config.nsys"

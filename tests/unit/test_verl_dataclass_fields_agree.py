@@ -7,7 +7,7 @@ import warnings
 import pytest
 from omegaconf import OmegaConf
 
-from verl_qwen35.checks import preflight
+from tests.runs import preflight
 from verl_qwen35.checks.verl_dataclasses import built_sections, unknown_field_problems
 from verl_qwen35.checks.verl_types import shipped_verl_data
 from verl_qwen35.config import compose

@@ -9,7 +9,7 @@ import pytest
 
 from tests.configs import config
 from tests.conftest import REFERENCE_LAYOUTS
-from verl_qwen35.checks import preflight
+from tests.runs import preflight
 from verl_qwen35.checks.device_features import device_feature_problems
 from verl_qwen35.checks.schedule import Steps
 from verl_qwen35.checks.waste import (

@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from omegaconf import OmegaConf
 
+from verl_qwen35.builder.build import build_run
 from verl_qwen35.config import compose
 from verl_qwen35.model.memory import ModelFacts
 from verl_qwen35.planner.whole_run import seconds_per_step, whole_run, whole_run_lines
@@ -25,10 +26,8 @@ def base():
 
 
 def changed(base, **keys):
-    cfg = base.copy()
-    for key, value in keys.items():
-        OmegaConf.update(cfg, key.replace("__", "."), value, force_add=True)
-    return cfg
+    """The Run of `base` with these keys set (the one builder's variant)."""
+    return build_run(base, mode="dry", changes={key.replace("__", "."): value for key, value in keys.items()})[0]
 
 
 @pytest.mark.parametrize(
@@ -59,7 +58,7 @@ def test_saves_and_disk_follow_verls_save_freq_and_keep_rules(base, steps, save_
 
 def test_a_save_is_bf16_weights_and_fp32_adam_state_per_save_contents(base):
     """35B-A3B: ~35B parameters (text, vision tower) -> ~65 GiB of bf16 weights and 6x that of optimizer state."""
-    default = whole_run(base).checkpoint
+    default = whole_run(changed(base)).checkpoint
     assert set(default.parts_gib) == {"model_hf", "optimizer"}  # use_dist_checkpointing=false: `model` is HF
     assert 64 < default.parts_gib["model_hf"] < 67 and default.parts_gib["optimizer"] == pytest.approx(
         6 * default.parts_gib["model_hf"]
@@ -76,7 +75,7 @@ def test_a_save_is_bf16_weights_and_fp32_adam_state_per_save_contents(base):
 
 
 def test_the_write_time_follows_the_stated_rate_and_a_bad_rate_names_its_key(base):
-    slow = whole_run(base).checkpoint
+    slow = whole_run(changed(base)).checkpoint
     fast = whole_run(changed(base, hardware__checkpoint_write_gbps=4.0)).checkpoint
     assert slow.write_gbps_per_node == 2.0 and fast.write_seconds == pytest.approx(slow.write_seconds / 2)
     assert slow.write_seconds == pytest.approx(slow.gib * GIB / 1e9 / 2.0)  # one node

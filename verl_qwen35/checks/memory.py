@@ -42,9 +42,11 @@ def input_problems(cfg: DictConfig) -> list[Problem]:
 
 def estimable(cfg: DictConfig) -> bool:
     """The estimate needs usable inputs and a layout whose DP, expert-DP and rollout groups are whole."""
-    if not applies(cfg) or input_problems(cfg):
-        return False
-    lo = Layout.of(cfg)
+    return applies(cfg) and not input_problems(cfg) and splits_evenly(cfg, Layout.of(cfg))
+
+
+def splits_evenly(cfg: DictConfig, lo: Layout) -> bool:
+    """A layout whose sizes are positive and whose DP, expert-DP and rollout groups are whole."""
     if positive_problems(lo) or not (lo.vpp is None or (isinstance(lo.vpp, int) and lo.vpp > 0)):
         return False
     return (
@@ -196,8 +198,14 @@ def memory_problems(
     return found
 
 
-def memory_lines(cfg: DictConfig, estimate: memory_model.MemoryEstimate | None = None) -> list[str]:
-    """A few plan lines: parameters, the two device phases, host memory (`estimate`: the config's, if known)."""
+def memory_lines(
+    cfg: DictConfig,
+    estimate: memory_model.MemoryEstimate | None = None,
+    layout: Layout | None = None,
+    settings: memory_model.Settings | None = None,
+) -> list[str]:
+    """A few plan lines: parameters, the two device phases, host memory (`estimate`, `layout`, `settings`: the
+    config's, when the caller has them: a `Run`'s)."""
     e = estimate or estimate_of(cfg)
     if e is None:
         if not applies(cfg):
@@ -207,7 +215,8 @@ def memory_lines(cfg: DictConfig, estimate: memory_model.MemoryEstimate | None =
         return [f"memory     (no estimate: {why})"]
     t, r, lp = e.train_breakdown, e.rollout_breakdown, e.log_prob_breakdown
     s = cfg.data.max_prompt_length + cfg.data.max_response_length
-    why = memory_model.zero_reasons(memory_model.Settings.of(cfg), e.train_stage == Layout.of(cfg).pp - 1)
+    settings, layout = settings or memory_model.Settings.of(cfg), layout or Layout.of(cfg)
+    why = memory_model.zero_reasons(settings, e.train_stage == layout.pp - 1)
     fixed = [("reserve", t["reserved"], None), ("HCCL buffers", t["hccl_buffers"], "hccl_buffers")]
     update = e.update_gib - t["reserved"] - t["hccl_buffers"]
     log_prob = e.log_prob_gib - t["reserved"] - t["hccl_buffers"]

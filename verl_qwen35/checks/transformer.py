@@ -102,15 +102,17 @@ def transformer_problems(
     mtp_layers: int | None = None,
     check_split: bool = True,
     bridge: Bridge | None = None,
+    split: Split | None = None,
 ) -> list[Problem]:
     """TransformerConfig's verdict on these overrides for this model and layout (values already typed).
 
     `sequence_parallel` is the engine's (verl turns it off at tp=1); `mtp_layers` the MTP layers that
     will be built (None when verl disables MTP). With `bridge`, megatron-core judges what verl's engine
     hands it: the bridge's values for Qwen3.5 and verl's steps, then these overrides (`checks/bridges.py`);
-    a refusal then says which of its values the bridge set."""
+    a refusal then says which of its values the bridge set. `split`: the pipeline split of `otc`, when the caller
+    has it (a `Run`'s)."""
     kwargs = {"sequence_parallel": sequence_parallel, "dtype": dtype, "mtp_layers": mtp_layers}
-    kwargs["check_split"] = check_split
+    kwargs |= {"check_split": check_split, "split": split or Split.of(otc)}  # bridges set no stage counts
     if bridge is None:
         return _judged(otc, arch, lo, **kwargs)
     settings = bridge.settings(lo, sequence_parallel)
@@ -130,6 +132,7 @@ def _judged(
     dtype: str,
     mtp_layers: int | None,
     check_split: bool,
+    split: Split,
 ) -> list[Problem]:
     found = _layout_and_arch(otc, arch, lo)
     get = otc.get
@@ -202,11 +205,11 @@ def _judged(
         add("fused_single_qkv_rope", "=true does not support gated attention (Qwen3.5's attention output gate)")
     if get("batch_invariant_mode") and get("attention_backend", "flash") != "flash":
         add(("batch_invariant_mode", "attention_backend"), "=true needs attention_backend=flash")
-    split_found = split_problems(arch.num_layers, lo.pp, lo.vpp, Split.of(otc), mtp_layers)
+    split_found = split_problems(arch.num_layers, lo.pp, lo.vpp, split, mtp_layers)
     if check_split:
         found += [error(k, m) for k, m in split_found]
     if not split_found:
-        found += uniform_recompute_problems(otc, chunk_layers(arch.num_layers, lo.pp, lo.vpp, Split.of(otc)))
+        found += uniform_recompute_problems(otc, chunk_layers(arch.num_layers, lo.pp, lo.vpp, split))
     return found
 
 

@@ -1,5 +1,7 @@
 """The preflight: every rule of checks/ over one resolved config, in the order their findings depend on."""
 
+from dataclasses import dataclass
+
 from omegaconf import DictConfig, OmegaConf
 
 from verl_qwen35.checks.algorithm import algorithm_problems
@@ -44,6 +46,7 @@ from verl_qwen35.config.secrets import ADVICE, config_findings
 from verl_qwen35.model.layout import Layout, device_of
 from verl_qwen35.model.memory import MemoryEstimate
 from verl_qwen35.model.pipeline import Split
+from verl_qwen35.model.run import Run
 
 __all__ = ["Problem", "preflight", "transformer_config_fields", "error"]
 
@@ -64,14 +67,13 @@ def bad_value_problems(cfg: DictConfig, otc: dict | None = None) -> list[Problem
     return found + [p for p in verl_type_problems(cfg) if not named & set(p.keys)]
 
 
-def preflight(
-    cfg: DictConfig, machine_missing: Level = "error", estimate: MemoryEstimate | None = None
-) -> list[Problem]:
-    """All problems of a resolved config; `machine_missing` is the level of a missing local file; `estimate`:
-    the config's memory estimate when the caller has it (a `Run`'s), else computed here.
+def preflight(run: Run, machine_missing: Level = "error") -> list[Problem]:
+    """All problems of a `Run` (its resolved config, read with the layout, pipeline split and memory estimate the
+    builder derived from it once); `machine_missing` is the level of a missing local file.
 
     Its secret scan sees resolved values: `${oc.env:INNOCENT_NAME}` holding a token, which the pre-write scan
     of the composed config (interpolations as written) cannot see."""
+    cfg = run.config
     if broken := structure_problems(cfg):
         return broken  # nothing else can read inside a section that is not there
     found = parity_errors(cfg) + unknown_patch_errors(cfg) + layout_source_errors(cfg)
@@ -81,7 +83,8 @@ def preflight(
     otc = override_dict(cfg)
     if bad_values := bad_value_problems(cfg, otc):
         return found + bad_values + rules_beside(cfg, bad_values, machine_missing)
-    return found + rule_problems(cfg, otc, machine_missing, estimate)
+    derived = Derived(run.device, run.layout or Layout.of(cfg), run.split or Split.of(otc), run.estimate)
+    return found + rule_problems(cfg, otc, machine_missing, derived)
 
 
 def rules_beside(cfg: DictConfig, bad_values: list[Problem], machine_missing: Level) -> list[Problem]:
@@ -93,21 +96,33 @@ def rules_beside(cfg: DictConfig, bad_values: list[Problem], machine_missing: Le
     first, second, replaced = masked
     if bad_value_problems(first) or bad_value_problems(second):
         return []  # a bad value this module cannot stand in for: the rules would compute with it
-    again = set(rule_problems(second, override_dict(second), machine_missing))
+    again = set(rule_problems(second, override_dict(second), machine_missing, Derived.of(second)))
     return [
         p
-        for p in rule_problems(first, override_dict(first), machine_missing)
+        for p in rule_problems(first, override_dict(first), machine_missing, Derived.of(first))
         if p in again and not replaced & {key_of(k) for k in p.keys}
     ]
 
 
-def rule_problems(
-    cfg: DictConfig, otc: dict, machine_missing: Level, estimate: MemoryEstimate | None = None
-) -> list[Problem]:
+@dataclass(frozen=True)
+class Derived:
+    """What the rules read besides the config: a `Run`'s (derived once by its builder), or a masked config's."""
+
+    device: str
+    layout: Layout
+    split: Split
+    estimate: MemoryEstimate | None = None
+
+    @classmethod
+    def of(cls, cfg: DictConfig) -> "Derived":
+        """A masked config's (checks/masked.py): not a Run, its values differ from the Run's."""
+        return cls(device_of(cfg), Layout.of(cfg), Split.of(override_dict(cfg)))
+
+
+def rule_problems(cfg: DictConfig, otc: dict, machine_missing: Level, derived: Derived) -> list[Problem]:
     """The rules that compute with the config's values (all of them typed)."""
     found: list[Problem] = []
-    device = device_of(cfg)
-    layout = Layout.of(cfg)
+    device, layout, split = derived.device, derived.layout, derived.split
     if not_positive := positive_problems(layout):
         return found + not_positive  # nothing else can be computed from such a layout
     found += hardware_problems(cfg, layout)
@@ -120,7 +135,7 @@ def rule_problems(
     model_mtp = cfg.model.get("mtp_num_layers", 0) or 0
     mtp = mtp_layers_built(otc, mtp_enabled, model_mtp)
     cp_algo = otc.get("context_parallel_algo")
-    found += layout_problems(layout, cfg.model, device, split=Split.of(otc), mcore=mcore, mtp=mtp, cp_algo=cp_algo)
+    found += layout_problems(layout, cfg.model, device, split=split, mcore=mcore, mtp=mtp, cp_algo=cp_algo)
     found += sequence_parallel_problems(cfg, layout)
     found += transformer_problems(
         otc,
@@ -131,6 +146,7 @@ def rule_problems(
         mtp_layers=mtp,
         check_split=False,  # layout_problems judged the split
         bridge=bridge_of(cfg),
+        split=split,
     )
     found += mtp_problems(otc, mtp_enabled, model_mtp, cfg.model.name)
     found += rollout_problems(layout, cfg.model, cfg.actor_rollout_ref.rollout.name)
@@ -152,7 +168,7 @@ def rule_problems(
     found += packing_problems(cfg, mcore)
     found += length_problems(cfg)
     found += vllm_problems(cfg, device)
-    found += memory_problems(cfg, estimate)
+    found += memory_problems(cfg, derived.estimate, derived.layout)
     found += patch_value_problems(cfg)
     found += override_key_problems(cfg, device, transformer_config_fields(planned), planned)
     found += override_ddp_problems(cfg)

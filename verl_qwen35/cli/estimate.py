@@ -7,23 +7,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig
-
+from verl_qwen35.builder.build import build_run
 from verl_qwen35.checks.layout import layout_problems, positive_problems
 from verl_qwen35.checks.memory import memory_lines, memory_problems
 from verl_qwen35.cli.answers import answered
 from verl_qwen35.config import compose
-from verl_qwen35.model.layout import Layout
-from verl_qwen35.model.memory import InputError, MemoryEstimate, read_inputs
-from verl_qwen35.planner.whole_run import whole_run, whole_run_lines
-from verl_qwen35.run.resolved import build_run
+from verl_qwen35.model.memory import InputError, MemoryEstimate
+from verl_qwen35.model.run import Run
+from verl_qwen35.planner.whole_run import inputs, layout_of, whole_run, whole_run_lines
 from verl_qwen35.terminal import SafeParser, say
 
 PROG = "verl-qwen35 estimate"
 
 
-def _text(e: MemoryEstimate, cfg: DictConfig) -> str:
-    lines = memory_lines(cfg, e)
+def _text(e: MemoryEstimate, run: Run) -> str:
+    lines = memory_lines(run.config, e, run.layout, run.settings)
     lines.append("training   " + ", ".join(f"{k} {v:.2f}" for k, v in e.train_breakdown.items()) + " GiB")
     lines.append("log-prob   " + ", ".join(f"{k} {v:.2f}" for k, v in e.log_prob_breakdown.items()) + " GiB")
     lines.append("rollout    " + ", ".join(f"{k} {v:.2f}" for k, v in e.rollout_breakdown.items()))
@@ -59,13 +57,13 @@ def _report(overrides: list[str], fmt: str, config_dirs: list[Path]) -> int:
         say(f"{PROG}: no estimate until those sections are back", file=sys.stderr)
         return 2
     try:
-        read_inputs(cfg)
+        inputs(run)  # the builder's model inputs, or the error naming the key it could not use
     except InputError as err:
         say(f"ERROR   [{err.key}] {err}", file=sys.stderr)
         say(f"{PROG}: no estimate until that value is fixed", file=sys.stderr)
         return 2
     if (e := run.estimate) is None:  # the builder estimates what `estimable` accepts
-        layout = Layout.of(cfg)
+        layout = layout_of(run)
         found = positive_problems(layout) or layout_problems(layout, cfg.model, str(cfg.trainer.get("device", "gpu")))
         for problem in found:
             say(problem, file=sys.stderr)
@@ -73,13 +71,13 @@ def _report(overrides: list[str], fmt: str, config_dirs: list[Path]) -> int:
         return 2
     if fmt == "json":
         try:
-            whole: dict[str, Any] | str = whole_run(cfg, e).as_dict()
+            whole: dict[str, Any] | str = whole_run(run).as_dict()
         except InputError as err:
             whole = f"not computed: {err}"
         say(json.dumps(e.as_dict() | {"whole_run": whole}, indent=2))
     else:
-        say(_text(e, cfg))
-        say("\n".join(whole_run_lines(cfg, e)))
+        say(_text(e, run))
+        say("\n".join(whole_run_lines(run)))
     for problem in memory_problems(cfg, e):
         say(problem, file=sys.stderr)
     return 0 if e.fits else 2

@@ -7,8 +7,8 @@ the key is set.
 
 from omegaconf import DictConfig, OmegaConf
 
+from verl_qwen35.builder.build import mode_of
 from verl_qwen35.run.job import PreflightRefused, run_job
-from verl_qwen35.run.resolved import mode_of
 from verl_qwen35.terminal import say
 
 PICTURE = "plan.picture"

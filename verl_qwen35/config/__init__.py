@@ -13,7 +13,6 @@ from omegaconf import DictConfig
 
 from verl_qwen35.config.choices import implicit_overrides
 from verl_qwen35.config.errors import explain
-from verl_qwen35.config.patch import link_patch
 from verl_qwen35.config.prewrite import check_before_writing
 from verl_qwen35.config.resolvers import register_resolvers
 from verl_qwen35.config.schema import register_schema
@@ -52,5 +51,4 @@ def compose(
             raise
         raise UserError(message) from err
     check_before_writing([], (), cfg)  # what the files and interpolations brought in
-    link_patch(cfg)  # `megatron.<any key>` reaches actor and ref, as in the command
     return cfg

@@ -36,6 +36,7 @@ below the model's fixed part (`b`: collectives, offload, the sync's gathers) fit
 the efficiency it keeps.
 """
 
+import copy
 import dataclasses
 import functools
 import statistics
@@ -325,9 +326,16 @@ def row_hardware(row: Mapping[str, Any]) -> dict[str, Any]:
     preset = hw.pop("preset", None)
     if preset is None:
         return hw
-    base = yaml.safe_load((conf_dir() / "hardware" / f"{preset}.yaml").read_text())
+    return {**copy.deepcopy(hardware_preset(preset)), **hw}
+
+
+@functools.cache
+def hardware_preset(name: str) -> dict[str, Any]:
+    """conf/hardware/NAME.yaml without its sources, read once a process (the shipped rows name a few presets
+    many times); callers copy it."""
+    base = yaml.safe_load((conf_dir() / "hardware" / f"{name}.yaml").read_text())
     base.pop("sources", None)
-    return {**base, **hw}
+    return base
 
 
 def row_facts(row: Mapping[str, Any]) -> ModelFacts:

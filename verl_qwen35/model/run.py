@@ -1,14 +1,14 @@
 """The resolved run: one immutable value that the job, the API, `plan`, `estimate` and the planner all read.
 
-Built once per command by `verl_qwen35.run.resolved.build_run` from the composed config; every edit the
-command makes (the Megatron patch links, a sweep job's names, absolute directories) is a step of that
-builder, before the config is resolved and made read-only. What is derived from the config (layout,
-pipeline split, model facts, settings, memory estimate) is computed there once and kept here; a field is
-None when the config's values leave it undefined (the preflight names why).
+Built by `verl_qwen35.builder.build.build_run` from a copy of the composed config (once per command, once per
+candidate of the planner); every edit the command makes (the Megatron patch links, a sweep job's names, absolute
+directories) is a step of that builder, before the config is resolved and made read-only. What is derived from
+the config (layout, pipeline split, model facts, settings, memory estimate) is computed there once and kept here;
+a field is None when the config's values leave it undefined (the preflight names why).
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from omegaconf import DictConfig
@@ -35,7 +35,7 @@ class Run:
     hardware: DictConfig | None  # the `hardware` node of `config`
     estimate: MemoryEstimate | None  # None: inputs unusable or a layout whose groups are not whole
     composed: DictConfig | None = None  # the config as composed (interpolations kept), read-only; for the planner
+    device: str = field(init=False)  # "gpu" or "npu" (model/layout.py device_of), read once
 
-    @property
-    def device(self) -> str:
-        return device_of(self.config)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "device", device_of(self.config))  # frozen: set once, here

@@ -24,12 +24,12 @@ The config is composed once (by the caller); layouts are varied in-process, neve
    the order of a lower bound (their training seconds + the fastest rollout's), so the search
    stops once the next bound is slower than the `top`-th layout found (where smaller micro-batches may be
    given, the bound takes each pass's smallest pipeline bubble: `Model.bound`).
-4. `verify`: the listed layouts go through the whole preflight on the composed config with only
-   `parallel.*` (and the first/last stage counts, and the micro-batch keys a layout changed) changed,
-   exactly what `python -m verl_qwen35 <overrides> parallel.X=... dry_run=true` checks.
+4. `verify`: the listed layouts go through the whole preflight, each as its own `Run` built by the one
+   builder from the composed config with only `parallel.*` (and the first/last stage counts, and the
+   micro-batch keys a layout changed) changed (`variant`), exactly what
+   `python -m verl_qwen35 <overrides> parallel.X=... dry_run=true` checks.
 """
 
-import copy
 import dataclasses
 import functools
 import heapq
@@ -40,8 +40,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, OmegaConf
 
+from verl_qwen35.builder.build import build_run
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.batches import batch_problems, uses_reference
 from verl_qwen35.checks.known_issues import config_problems
@@ -51,7 +52,7 @@ from verl_qwen35.checks.problem import Problem
 from verl_qwen35.checks.rollout import rollout_problems
 from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.model.calibration import calibration_of
-from verl_qwen35.model.layout import Layout, device_of, divisors
+from verl_qwen35.model.layout import Layout, divisors
 from verl_qwen35.model.memory import MemoryEstimate, ModelFacts, Settings, estimate_layout
 from verl_qwen35.model.pipeline import Split
 from verl_qwen35.model.run import Run
@@ -403,20 +404,17 @@ class Search:
 ROLLOUT_TRIES = 12
 
 
-def search(
-    cfg: DictConfig | Run, device: str | None = None, top: int = 10, min_headroom: float = MIN_HEADROOM
-) -> Search:
-    """Accepted layouts of this run's (or resolved config's) cluster and model that fit, fastest first
-    (`top`; 0: all); `device` defaults to the config's.
+def search(run: Run, device: str | None = None, top: int = 10, min_headroom: float = MIN_HEADROOM) -> Search:
+    """Accepted layouts of this run's cluster and model that fit, fastest first (`top`; 0: all); `device` defaults
+    to the run's.
 
     The rollout's seconds depend only on the rollout layout, the training's only on the training
     layout, so both are computed once each; memory estimates run lazily in the order of
     training + fastest rollout, a lower bound of every pairing's time."""
-    run = cfg if isinstance(cfg, Run) else None
-    resolved = run.config if run is not None else cfg
-    device = device or device_of(resolved)
+    resolved = run.config
+    device = device or run.device
     plain = Plain.of(OmegaConf.to_container(resolved, resolve=True))
-    own = Layout.of(plain)
+    own = run.layout or Layout.of(plain)  # None: a layout the values leave undefined, which Layout.of names
     model = Model.of(plain, run)
     trained, rolled = [0], [0]
     trainings = list(training_layouts(plain, own, device, trained, model.facts, rules_mcore(resolved)))
@@ -524,18 +522,17 @@ def _paired(
     return first
 
 
-def judge(cfg: DictConfig | Run, lo: Layout, split: Split | None = None) -> tuple[Candidate | None, list[Problem]]:
-    """Any layout (e.g. the config's own) through the whole preflight, then estimated and timed like
-    the search's: (candidate, errors); no candidate when the preflight refuses the layout. `cfg`: the
-    composed config, or a `Run` that kept it."""
-    resolved = with_layout(cfg, lo, split)
-    found = dry_run_problems(resolved)
+def judge(run: Run, lo: Layout, split: Split | None = None) -> tuple[Candidate | None, list[Problem]]:
+    """Any layout (e.g. the run's own) through the whole preflight, then estimated and timed like the search's:
+    (candidate, errors); no candidate when the preflight refuses the layout. The layout's own `Run` is a variant of
+    `run` (`variant`)."""
+    candidate = variant(run, lo, split)
+    found = dry_run_problems(candidate)
     errors = [p for p in found if p.level == "error"]
     if errors:
         return None, errors
-    plain = Plain.of(OmegaConf.to_container(resolved))
-    model = Model.of(plain)
-    split = user_split(plain)
+    model = Model.of(Plain.of(OmegaConf.to_container(candidate.config)), candidate)
+    split = candidate.split or user_split(candidate.config)
     warnings = tuple(str(p) for p in found if p.level == "warning")
     return model.candidate(lo, split, warnings, model.training(lo, split)), []
 
@@ -544,64 +541,66 @@ def split_overrides(split: Split) -> dict[str, int | None]:
     return {f"{OTC}.{FIRST}": split.first, f"{OTC}.{LAST}": split.last}
 
 
-def composed_of(cfg: DictConfig | Run) -> DictConfig:
-    """The composed (unresolved) config the planner varies: a `Run`'s kept one (`keep_composed=True`)."""
-    if not isinstance(cfg, Run):
-        return cfg
-    if cfg.composed is None:
-        raise ValueError("the planner varies the composed config: build the Run with keep_composed=True")
-    return cfg.composed
-
-
-def with_layout(
-    cfg: DictConfig | Run, lo: Layout, split: Split | None = None, changed: tuple[tuple[str, int], ...] = ()
-) -> DictConfig:
-    """The composed (unresolved) config with `parallel.*` set to this layout (and the first/last stage
-    counts to `split`'s, verl's micro-batch keys to `changed`): what the overrides `parallel.X=...`,
-    `++megatron...=N` and `actor_rollout_ref....=N` give, since every layout key interpolates `parallel.*`
-    and the ref and actor read `megatron.*`."""
-    out = copy.deepcopy(composed_of(cfg))
-    OmegaConf.set_readonly(out, False)  # a Run's copy is read-only; this one is the layout's own
-    for name in (*TRAINING, *ROLLOUT):
-        out.parallel[name] = getattr(lo, name)
-    for key, value in changed:
-        OmegaConf.update(out, key, value, merge=False)  # a value in place of the config's (or its interpolation)
+def layout_changes(
+    composed: DictConfig, lo: Layout, split: Split | None = None, changed: tuple[tuple[str, int], ...] = ()
+) -> dict[str, Any]:
+    """The keys a layout sets on the composed config: `parallel.*` (and the first/last stage counts to `split`'s,
+    verl's micro-batch keys to `changed`): what the overrides `parallel.X=...`, `++megatron...=N` and
+    `actor_rollout_ref....=N` give, since every layout key interpolates `parallel.*` and the ref and actor read
+    `megatron.*`."""
+    out: dict[str, Any] = {f"parallel.{name}": getattr(lo, name) for name in (*TRAINING, *ROLLOUT)}
+    out |= dict(changed)  # a value in place of the config's (or its interpolation)
     if split is not None and split.layout is None:
-        otc = out.megatron.override_transformer_config
-        with open_dict(otc):
-            for key, value in ((FIRST, split.first), (LAST, split.last)):
-                if value is not None or key in otc:
-                    otc[key] = value
-    OmegaConf.resolve(out)
+        otc = composed.megatron.override_transformer_config
+        for key, value in ((FIRST, split.first), (LAST, split.last)):
+            if value is not None or key in otc:
+                out[f"{OTC}.{key}"] = value
     return out
 
 
-def dry_run_problems(resolved: DictConfig) -> list[Problem]:
-    """What a dry run of this config finds (run/job.py `problems`, dry mode): the preflight, missing local files as
+def variant(run: Run, lo: Layout, split: Split | None = None, changed: tuple[tuple[str, int], ...] = ()) -> Run:
+    """The `Run` of this layout: the one builder's, from `run`'s composed config with the layout's keys changed
+    (`layout_changes`), so the candidate is checked exactly as `python -m verl_qwen35 <overrides> parallel.X=...`
+    would be. `run` must keep its composed config (`build_run(..., keep_composed=True)`)."""
+    composed = composed_of(run)
+    return build_run(
+        composed, run.choices, run.output_dir, run.mode, changes=layout_changes(composed, lo, split, changed)
+    )[0]
+
+
+def composed_of(run: Run) -> DictConfig:
+    """The composed (unresolved) config the planner varies: the Run's kept one."""
+    if run.composed is None:
+        raise ValueError("the planner varies the composed config: build the Run with keep_composed=True")
+    return run.composed
+
+
+def dry_run_problems(run: Run) -> list[Problem]:
+    """What a dry run of this run finds (run/job.py `problems`, dry mode): the preflight, missing local files as
     warnings, and the known upstream issues it would meet (the shipped table, this shell's environment)."""
-    found = preflight(resolved, machine_missing="warning")
-    if not structure_problems(resolved):
-        found += config_problems(resolved, (), os.environ)
+    found = preflight(run, machine_missing="warning")
+    if not structure_problems(run.config):
+        found += config_problems(run.config, (), os.environ)
     return found
 
 
 def verify(
-    cfg: DictConfig | Run, lo: Layout, split: Split | None = None, changed: tuple[tuple[str, int], ...] = ()
+    run: Run, lo: Layout, split: Split | None = None, changed: tuple[tuple[str, int], ...] = ()
 ) -> list[Problem]:
     """The dry run's findings on this layout (missing local files are warnings, as in a dry run), with the known
     upstream issues it would meet (the shipped table and the shell's environment, as the dry run reads them; a
     team's own table is read by the dry run of the printed command)."""
-    return dry_run_problems(with_layout(cfg, lo, split, changed))
+    return dry_run_problems(variant(run, lo, split, changed))
 
 
-def verified(cfg: DictConfig | Run, found: Search, top: int) -> tuple[list[Candidate], list[Problem]]:
+def verified(run: Run, found: Search, top: int) -> tuple[list[Candidate], list[Problem]]:
     """The search's layouts that the whole preflight accepts (all of them, unless something outside
     the layout is wrong: then the first refusal's errors say what), each with the warnings a dry run of
     it prints (little memory headroom among them) beside the search's own."""
     kept: list[Candidate] = []
     first_refusal: list[Problem] = []
     for c in found.candidates:
-        found_here = verify(cfg, c.layout, c.split, c.batches)
+        found_here = verify(run, c.layout, c.split, c.batches)
         errors = [p for p in found_here if p.level == "error"]
         if errors:
             first_refusal = first_refusal or errors

@@ -17,16 +17,16 @@ from verl_qwen35.config.yaml_files import load_yaml
 from verl_qwen35.data.matrices import stack_ids
 from verl_qwen35.installed import conf_dir, installed_verl, installed_verl_version
 from verl_qwen35.model.layout import Layout
-from verl_qwen35.model.memory import MemoryEstimate, or_unusable
+from verl_qwen35.model.memory import or_unusable
 from verl_qwen35.model.run import Run
-from verl_qwen35.planner.whole_run import predicted_step, whole_run_lines
+from verl_qwen35.planner.whole_run import layout_of, predicted_step, whole_run_lines
 from verl_qwen35.verl_release import NEWEST, shown, standing
 
 
 @or_unusable("step       not predicted")
-def step_lines(cfg: DictConfig, steps: int | None = None, estimate: MemoryEstimate | None = None) -> list[str]:
-    """The predicted step time of this config's own layout, by part (docs/planning.md, "Step time")."""
-    t = predicted_step(cfg, estimate)
+def step_lines(run: Run, steps: int | None = None) -> list[str]:
+    """The predicted step time of the run's own layout, by part (docs/planning.md, "Step time")."""
+    t = predicted_step(run)
     p = t.phases
     return [
         f"time       {t.phrase(steps)}, {t.tokens_per_second_per_device:.0f} tokens/s per device: "
@@ -131,7 +131,7 @@ def rollout_line(name: str, lo: Layout) -> str:
 def plan_lines(run: Run) -> list[str]:
     """What a dry run prints after the verdict: the run's layout, memory, step time, data, env and outputs."""
     cfg, choices, output_dir, e = run.config, run.choices, run.output_dir, run.estimate
-    lo, m = run.layout or Layout.of(cfg), cfg.model
+    lo, m = layout_of(run), cfg.model
     split = run.split
     prompts, mini = cfg.data.train_batch_size, cfg.actor_rollout_ref.actor.ppo_mini_batch_size
     unset = cfg.env.unset
@@ -147,9 +147,9 @@ def plan_lines(run: Run) -> list[str]:
         f"           DP {lo.dp}, expert-DP {lo.expert_dp}, layers per pipeline stage {layers_per_stage(lo, m, split)}",
         rollout_line(rollout.name, lo),
         f"step       {prompts} prompts x n={rollout.n} = {prompts * rollout.n} sequences, mini-batch {mini}",
-        *memory_lines(cfg, e),
-        *step_lines(cfg, training_steps(cfg, train_rows(cfg)).total, e),
-        *whole_run_lines(cfg, e),
+        *memory_lines(cfg, e, run.layout, run.settings),
+        *step_lines(run, training_steps(cfg, train_rows(cfg)).total),
+        *whole_run_lines(run),
         f"data       {cfg.data.train_files} | {cfg.data.val_files}",
         f"env        {len(cfg.env.set)} variables to the driver and every Ray worker; cleared: {', '.join(unset)}",
         f"checkpoint {cfg.trainer.default_local_dir}",

@@ -32,12 +32,14 @@ from verl_qwen35.model.calibration import calibration_of
 from verl_qwen35.model.layout import Layout
 from verl_qwen35.model.memory import (
     InputError,
-    MemoryEstimate,
+    ModelFacts,
+    Settings,
     estimate_layout,
     or_unusable,
     read_inputs,
     rounded,
 )
+from verl_qwen35.model.run import Run
 from verl_qwen35.model.step_time import Rates, Recipe, StepTime, step_time
 
 GIB = 1 << 30
@@ -64,16 +66,30 @@ class Band:
         return Band(self.point * factor + plus, self.low * factor + plus, self.high * factor + plus, self.banded)
 
 
-def predicted_step(cfg: DictConfig, estimate: MemoryEstimate | None = None) -> StepTime:
-    """The step time of this config's own layout, as the plan predicts it; `InputError` names an unusable key.
-    `estimate`: the config's memory estimate, when the caller has it (a `Run`'s)."""
-    m, s = read_inputs(cfg)
+def predicted_step(run: Run) -> StepTime:
+    """The step time of the run's own layout, as the plan predicts it, from what the builder derived once;
+    `InputError` names an unusable key."""
+    cfg = run.config
+    m, s = inputs(run)
     rates = Rates.of(cfg.hardware)
-    lo = Layout.of(cfg)
+    lo = layout_of(run)
     if undivided := undivided_groups(lo):
         raise undivided
     cal = calibration_of(cfg)
-    return step_time(m, lo, s, estimate or estimate_layout(m, lo, s), rates, cal, Recipe.of(cfg).at(cal))
+    return step_time(m, lo, s, run.estimate or estimate_layout(m, lo, s), rates, cal, Recipe.of(cfg).at(cal))
+
+
+def inputs(run: Run) -> tuple[ModelFacts, Settings]:
+    """The run's model facts and settings; where the builder could not read them, reading them again raises the
+    `InputError` that names the key."""
+    if run.facts is not None and run.settings is not None:
+        return run.facts, run.settings
+    return read_inputs(run.config)
+
+
+def layout_of(run: Run) -> Layout:
+    """The run's layout; where the builder could not derive it, deriving it again raises what names the value."""
+    return run.layout if run.layout is not None else Layout.of(run.config)
 
 
 def undivided_groups(lo: Layout) -> InputError | None:
@@ -95,11 +111,11 @@ def undivided_groups(lo: Layout) -> InputError | None:
     return None
 
 
-def seconds_per_step(cfg: DictConfig, estimate: MemoryEstimate | None = None) -> Band | None:
-    """The step time of the config's own layout (`verl_qwen35/model/step_time.py`), None when its inputs are
+def seconds_per_step(run: Run) -> Band | None:
+    """The step time of the run's own layout (`verl_qwen35/model/step_time.py`), None when its inputs are
     unusable; the one place a band replaces the point."""
     try:
-        t = predicted_step(cfg, estimate)
+        t = predicted_step(run)
     except InputError:
         return None
     return Band(t.total, t.low, t.high, banded=True)
@@ -157,9 +173,9 @@ def _steps(cfg: DictConfig) -> tuple[int | None, str]:
     )
 
 
-def saved_params(cfg: DictConfig) -> int:
+def saved_params(run: Run) -> int:
     """Parameters the actor saves: the text model, its MTP layers and the vision tower."""
-    m, s = read_inputs(cfg)
+    m, s = inputs(run)
     mtp = s.mtp_layers * (m.attention_layer + m.moe_layer + m.mtp_extra)
     return m.params_total + mtp + m.vision_params
 
@@ -171,11 +187,12 @@ def write_rate(cfg: DictConfig) -> float:
     return float(value)
 
 
-def checkpoint(cfg: DictConfig, steps: int | None) -> Checkpoint:
+def checkpoint(run: Run, steps: int | None) -> Checkpoint:
     """The actor's checkpoint per `save_contents`, its write time, the saves of `steps` and the disk they keep."""
+    cfg = run.config
     contents = [str(c) for c in OmegaConf.select(cfg, f"{ACTOR}.checkpoint.save_contents", default=[]) or []]
     dist = bool(OmegaConf.select(cfg, f"{ACTOR}.megatron.use_dist_checkpointing", default=False))
-    params = saved_params(cfg)
+    params = saved_params(run)
     parts: dict[str, float] = {}
     if "model" in contents:
         parts["model_dist_ckpt" if dist else "model_hf"] = params * BF16 / GIB
@@ -184,7 +201,7 @@ def checkpoint(cfg: DictConfig, steps: int | None) -> Checkpoint:
     if "optimizer" in contents:
         parts["optimizer"] = params * ADAM_FP32 / GIB
     rate = write_rate(cfg)
-    lo = Layout.of(cfg)
+    lo = layout_of(run)
     if undivided := undivided_groups(lo):
         raise undivided
     nodes = lo.nnodes
@@ -199,23 +216,24 @@ def checkpoint(cfg: DictConfig, steps: int | None) -> Checkpoint:
     return Checkpoint(contents, parts, rate, seconds, saves, kept, disk)
 
 
-def whole_run(cfg: DictConfig, estimate: MemoryEstimate | None = None) -> WholeRun:
+def whole_run(run: Run) -> WholeRun:
     """The configured run: `InputError` names a key the checkpoint size or write rate cannot use."""
-    steps, steps_from = _steps(cfg)
-    step = seconds_per_step(cfg, estimate)
-    ckpt = checkpoint(cfg, steps)
+    steps, steps_from = _steps(run.config)
+    step = seconds_per_step(run)
+    ckpt = checkpoint(run, steps)
     wall = device = None
     if steps is not None and step is not None:
         writes = (ckpt.saves or 0) * ckpt.write_seconds
         wall = step.scaled(steps / 3600, writes / 3600)
-        device = wall.scaled(Layout.of(cfg).world)
+        device = wall.scaled(layout_of(run).world)
     return WholeRun(steps, steps_from, step, wall, device, ckpt)
 
 
 @or_unusable("run        not computed")
-def whole_run_lines(cfg: DictConfig, estimate: MemoryEstimate | None = None) -> list[str]:
+def whole_run_lines(run: Run) -> list[str]:
     """The plan's lines for the whole run (docs/planning.md, "The whole run")."""
-    w = whole_run(cfg, estimate)
+    cfg = run.config
+    w = whole_run(run)
     c = w.checkpoint
     lines = [f"run        {w.steps if w.steps is not None else '?'} training steps ({w.steps_from})"]
     if w.wall_hours is not None and w.device_hours is not None and w.step is not None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from omegaconf import DictConfig
 
+from verl_qwen35.builder.build import build_run
 from verl_qwen35.checks.memory import applies, estimable, estimate_of, input_problems
 from verl_qwen35.model.layout import Layout, device_of
 from verl_qwen35.model.memory import InputError
@@ -90,7 +91,7 @@ def time_predictions(
     """Step and rollout time as the plan predicts them; with `calibration` (a `calibrate` file), each again under
     it ("after"), beside the record's own ("before")."""
     try:
-        before = predicted_step(cfg)
+        before = predicted_step(build_run(cfg, mode="dry")[0])  # the record's own values, as the plan reads them
     except InputError as err:
         return [], [f"step time not predicted: {err}"]
     short = _short_responses(cfg, measured)

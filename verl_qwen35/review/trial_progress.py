@@ -22,6 +22,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 from tabulate import tabulate
 
+from verl_qwen35.builder.build import build_run
 from verl_qwen35.model.memory import InputError
 from verl_qwen35.model.step_time import PHASES as MODEL_PHASES
 from verl_qwen35.model.step_time import StepTime
@@ -193,7 +194,7 @@ def trial_summary(
     """A trial's progress line and its phases: its log files read, its step predicted from its launch record."""
     reading = read_logs(run_dir)
     try:
-        predicted = predicted_step(cfg)
+        predicted = predicted_step(build_run(cfg, mode="dry")[0])  # the record's own values, as the plan reads them
     except (InputError, ConfigAttributeError, ConfigKeyError):
         predicted = None  # the report's prediction notes say why
     return progress_line(metrics, trial, reason, reading), trial_phases(metrics, trial, reading, predicted)

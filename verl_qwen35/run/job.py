@@ -8,6 +8,7 @@ from typing import Any
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from verl_qwen35.builder.build import MODES, UNDEFINED_AFTER_ERRORS, build_run
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.known_issues import config_problems
 from verl_qwen35.checks.megatron_keys import planned_mcore
@@ -33,9 +34,9 @@ from verl_qwen35.run.drill import is_resume, note_submitted
 from verl_qwen35.run.environment import from_shell, job_environment
 from verl_qwen35.run.launch_record import write_launch_file
 from verl_qwen35.run.machine import launch_problems, runtime_problems
-from verl_qwen35.run.resolved import MODES, UNDEFINED_AFTER_ERRORS, build_run, writable
+from verl_qwen35.run.resolved import writable
 from verl_qwen35.run.submit import SubmitError, run_dir_problems, submit, submitting
-from verl_qwen35.run.sweep import in_multirun, write_verdict
+from verl_qwen35.run.sweep import in_multirun, job_tag, write_verdict
 from verl_qwen35.terminal import say
 from verl_qwen35.validators.library_output import held_back
 
@@ -64,7 +65,7 @@ def problems(run: Run) -> list[Problem]:
         return wrong_schema  # every other finding would be about keys the schema added or lacks
     # A drill's resume job submitted with its save job: the checkpoint is not there yet (run/drill.py orders them).
     later = mode == "dry" or (submitting(cfg) and is_resume(cfg))
-    found = preflight(cfg, machine_missing="warning" if later else "error", estimate=run.estimate)
+    found = preflight(run, machine_missing="warning" if later else "error")
     if not structure_problems(cfg):  # a missing section: nothing reads inside it
         found += config_problems(cfg, user_config_dirs(), os.environ)  # upstream bugs this config would meet
     found += installed_verl_problems() + planned_verl_problems(cfg)
@@ -138,7 +139,7 @@ def step_or_none(run: Run, refused: bool) -> dict[str, float] | None:
     if refused:
         return None
     try:
-        t = predicted_step(run.config, run.estimate)
+        t = predicted_step(run)
     except InputError:
         return None
     return {"seconds": round(t.total, 1), "low": round(t.low, 1), "high": round(t.high, 1)}
@@ -155,7 +156,7 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
 
     `record=False` (a dry run composed in-process, cli/dry_run.py): `output_dir` is the directory a launch
     would get, shown in the plan; nothing is written to it and it is not made."""
-    run, broken = build_run(composed, choices, output_dir)
+    run, broken = build_run(composed, choices, output_dir, sweep_tag=job_tag() if in_multirun() else None)
     cfg, mode = run.config, run.mode
     kept = output_dir if record else None
     if broken:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from verl_qwen35.config.placement import absolute_checkpoint_dir
 from verl_qwen35.config.secrets import shell_secrets
 from verl_qwen35.installed import installed_verl_schema
 from verl_qwen35.records.launch import record, write_record
@@ -21,18 +22,6 @@ SHARED_STORAGE_WARNING = (
     "WARNING [trainer.default_local_dir] {path}: with {nnodes} nodes, checkpoints must be on storage every "
     "node sees (NFS, Lustre, a bucket mount); a node-local directory loses the other nodes' shards"
 )
-
-
-def absolute_checkpoint_dir(cfg: DictConfig) -> str | None:
-    """verl's default `checkpoints/<project>/<experiment>` is relative to where it was started; fix it now.
-    A value that is no path is left as it is for the preflight to name (checks/trainer.py)."""
-    value = cfg.trainer.get("default_local_dir")
-    if not isinstance(value, str) or not value:
-        return None
-    path = str(Path(value).expanduser().absolute())
-    if cfg.trainer.default_local_dir != path:  # a Run's (read-only) config has it absolute already
-        cfg.trainer.default_local_dir = path
-    return path
 
 
 def shared_storage_warning(cfg: DictConfig) -> str | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
+from verl_qwen35.builder.build import build_run
 from verl_qwen35.checks import preflight
 from verl_qwen35.checks.sections import structure_problems
 from verl_qwen35.errors import UserError
@@ -67,7 +68,8 @@ def relaunch(target: Path, trust_shared: bool = False, expected_digest: str | No
         lacking = ", ".join(p.keys[0] for p in broken)
         raise UserError(f"{path}: the recorded config lacks {lacking}; launch again to write a whole one")
     try:
-        errors = [p for p in preflight(cfg) + runtime_problems("launch") if p.level == "error"]
+        run = build_run(cfg, mode="launch")[0]  # the record's own values: the builder links and resolves a copy
+        errors = [p for p in preflight(run) + runtime_problems("launch") if p.level == "error"]
     except (ConfigAttributeError, ConfigKeyError) as err:
         raise UserError(
             f"{path}: the recorded config lacks {err.full_key}; launch again to write a whole one"

@@ -1,9 +1,8 @@
-"""Where the tracking backends write: under the run directory (a start keeps the file logger's history:
-records/metrics.py keep_file_history).
+"""Where a run's checkpoints and logs go: made absolute under its run directory, a sweep job's under its own.
 
-conf/logger/*.yaml record these variables relative to the run directory (a composed config, `--cfg job` and
-the goldens do not depend on where a run goes); the job makes them absolute under its own run directory (a
-sweep's job directory) before launch.yaml is written, so launch.yaml's env.set says where a run's logs went.
+verl resolves a relative `trainer.default_local_dir` and the tracking backends' relative directories against
+the directory it starts in, which for every run and every job of a sweep is the same launch directory; the
+builder of a `Run` (builder/build.py) makes them absolute on its own copy of the config, before resolution.
 """
 
 from pathlib import Path
@@ -14,6 +13,18 @@ from verl_qwen35.config.tracking import PLACE
 
 RUN_DIR_ENV = tuple(PLACE.values())  # the variables naming where a backend writes
 SQLITE = "sqlite:///"  # SQLAlchemy's URL: three slashes then a relative path, four for an absolute one
+
+
+def absolute_checkpoint_dir(cfg: DictConfig) -> str | None:
+    """verl's default `checkpoints/<project>/<experiment>` is relative to where it was started; fix it now.
+    A value that is no path is left as it is for the preflight to name (checks/trainer.py)."""
+    value = cfg.trainer.get("default_local_dir")
+    if not isinstance(value, str) or not value:
+        return None
+    path = str(Path(value).expanduser().absolute())
+    if cfg.trainer.default_local_dir != path:  # a Run's (read-only) config has it absolute already
+        cfg.trainer.default_local_dir = path
+    return path
 
 
 def under(run_dir: Path, name: str, value: str) -> str:
@@ -39,3 +50,10 @@ def absolute_tracking_env(cfg: DictConfig, run_dir: str | Path | None) -> dict[s
             if (absolute := under(base, name, value)) != value:
                 cfg.env.set[name] = changed[name] = absolute
     return changed
+
+
+def separate_sweep_job(cfg: DictConfig, tag: str, output_dir: str) -> None:
+    """In a sweep, each job checkpoints into its own output directory under its own run name (`tag`:
+    run/sweep.py `job_tag`, unique across jobs and sweeps)."""
+    cfg.trainer.experiment_name = f"{cfg.trainer.experiment_name}_{tag}"
+    cfg.trainer.default_local_dir = str(Path(output_dir) / "checkpoints")
