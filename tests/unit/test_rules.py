@@ -565,7 +565,11 @@ def test_preflight_without_a_level_treats_a_missing_file_as_an_error():
 @pytest.mark.parametrize(
     ("key", "value", "says"),
     [
-        ("data.train_files", "/nonexistent/train.parquet", "/nonexistent/train.parquet does not exist; prepare it"),
+        (
+            "data.train_files",
+            "/nonexistent/train.parquet",
+            "/nonexistent/train.parquet does not exist; correct the path data.train_files gives",
+        ),
         ("actor_rollout_ref.model.path", "/nonexistent/model", "/nonexistent/model is neither a local directory"),
     ],
 )
