@@ -35,6 +35,7 @@ from verl_qwen35.checks.startup import (
 )
 from verl_qwen35.terminal import say
 from verl_qwen35.validators.calling import plain_copy, quietly, said
+from verl_qwen35.validators.critic_model import critic_judged_here
 
 
 def sample_files(cfg: DictConfig, folder: Path) -> tuple[str, str]:
@@ -173,17 +174,18 @@ def config_problems(cfg: DictConfig) -> list[Problem]:
     """The critic, reward-model and checkpoint configs through verl's own dataclasses."""
     from verl.utils.config import omega_conf_to_dataclass
 
-    plain = plain_copy(cfg)
-    nodes = [("actor_rollout_ref.actor.checkpoint", plain.actor_rollout_ref.actor.checkpoint)]
-    if needs_critic(cfg):
-        nodes.append(("critic", plain.critic))
-    if OmegaConf.select(plain, "reward.reward_model.enable", default=False):
-        nodes.append(("reward.reward_model", plain.reward.reward_model))
-    for key, node in nodes:
-        try:
-            quietly(omega_conf_to_dataclass, node)
-        except Exception as err:
-            return [error(key, f"verl's {node.get('_target_', 'config')} refused it: {said(err)}")]
+    # the critic's model files are the cluster's: read through a config.json of the preset (validators/critic_model.py)
+    with critic_judged_here(plain_copy(cfg)) as (plain, _):
+        nodes = [("actor_rollout_ref.actor.checkpoint", plain.actor_rollout_ref.actor.checkpoint)]
+        if needs_critic(cfg):
+            nodes.append(("critic", plain.critic))
+        if OmegaConf.select(plain, "reward.reward_model.enable", default=False):
+            nodes.append(("reward.reward_model", plain.reward.reward_model))
+        for key, node in nodes:
+            try:
+                quietly(omega_conf_to_dataclass, node)
+            except Exception as err:
+                return [error(key, f"verl's {node.get('_target_', 'config')} refused it: {said(err)}")]
     return []
 
 
