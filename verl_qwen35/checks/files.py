@@ -7,6 +7,7 @@ about a missing file; a launch, or `dry_run=full`, refuses it.
 import importlib.util
 import os
 import shlex
+from functools import cache
 from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -53,8 +54,14 @@ def _paths(value: str | ListConfig) -> list[str]:
 def preset_data_file(key: str) -> Path:
     """The file `key` names as conf/config.yaml sets it (`${oc.env:HOME}/data/geo3k/...`, this shell's HOME): the
     geo3k example data `verl-qwen35 data` downloads."""
-    raw = load_yaml(conf_dir() / "config.yaml")["data"][key.split(".")[1]]
+    raw = _shipped_data()[key.split(".")[1]]
     return Path(os.path.normpath(str(OmegaConf.create({"value": raw}).value)))
+
+
+@cache
+def _shipped_data() -> dict:
+    """conf/config.yaml's `data` node as shipped (read once a process: the package's own file)."""
+    return load_yaml(conf_dir() / "config.yaml")["data"]
 
 
 def missing_advice(key: str, file: Path) -> str:
