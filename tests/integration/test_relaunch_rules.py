@@ -16,8 +16,9 @@ from tests.environ import cleared
 from tests.tiny_data import write_geo3k_stub
 from verl_qwen35.cli.relaunch import main as relaunch_main
 from verl_qwen35.config import compose
+from verl_qwen35.records.launch import digest
 from verl_qwen35.run import relaunch as relaunch_module
-from verl_qwen35.run.launch_record import digest, write_launch_file
+from verl_qwen35.run.launch_record import write_launch_file
 
 
 @pytest.fixture

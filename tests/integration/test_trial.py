@@ -112,8 +112,6 @@ def test_the_full_dry_run_accepts_the_drill(cli, data, device, option):
     full dry run as a subprocess.)"""
     run = cli("model=35b", f"device={device}", f"trial={option}", "dry_run=full", *data)
     assert run.code == 0, run.out[-3000:] + run.err[-3000:]
-    # torch's, megatron-core's and verl's notices held back (tests/unit/test_library_output.py counts them)
-    assert "Warning:" not in run.err and "][INFO] - " not in run.out
     steps = 4 if option == "drill_save" else 5
     assert f"dataloaders ({steps} steps)" in run.out
     assert f"{steps} optimizer steps" in run.out

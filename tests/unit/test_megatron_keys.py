@@ -18,6 +18,7 @@ from verl_qwen35.checks.megatron_keys import (
     transformer_config_fields,
 )
 from verl_qwen35.config import compose
+from verl_qwen35.config.patch import link_patch
 from verl_qwen35.data import UPSTREAM_DIR
 from verl_qwen35.installed import installed_mcore
 
@@ -98,6 +99,7 @@ def test_override_keys_are_checked_against_the_installed_fields_unless_others_ar
 
 def test_ddp_keys_are_named_where_the_user_sets_them():
     cfg = compose(["model=35b", "device=gpu", "+megatron.override_ddp_config={bucket_sise: 40000000}"])
+    link_patch(cfg)  # as the Run builder does: the patch reaches the actor's section, which the rule reads
     (problem,) = override_ddp_problems(cfg)
     assert problem.keys == ("megatron.override_ddp_config.bucket_sise",)
     assert (

@@ -11,6 +11,7 @@ from functools import cache
 from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from verl_qwen35.checks.problem import Level, Problem
 from verl_qwen35.config.yaml_files import load_json_object, load_yaml
@@ -66,7 +67,11 @@ def _shipped_data() -> dict:
 
 def missing_advice(key: str, file: Path) -> str:
     """The geo3k download for the preset's own example file; for a file of the user's own, the key to correct."""
-    if Path(os.path.normpath(file.expanduser().absolute())) == preset_data_file(key):
+    try:
+        preset = preset_data_file(key)
+    except OmegaConfBaseException:  # the preset's path reads HOME, which is not set: not the preset's file
+        preset = None
+    if Path(os.path.normpath(file.expanduser().absolute())) == preset:
         return f"prepare it with: {PREPARE.format(dir=shlex.quote(str(file.parent)))}"
     relative = "" if file.is_absolute() or str(file).startswith("~") else f" (read from {Path.cwd()})"
     return f"correct the path {key} gives{relative}"
