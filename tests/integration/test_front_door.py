@@ -51,7 +51,7 @@ def test_two_runs_a_second_apart_get_their_own_directories_dated_now(tmp_path):
         stamps.append(started)
         time.sleep(1.1)
     assert dirs[0] != dirs[1] and stamps[0] < stamps[1]
-    assert not any(d.exists() for d in dirs)  # the directories a launch would get: a dry run makes none
+    assert all((d / "verdict.json").is_file() for d in dirs)  # a passing dry run keeps its verdict
 
 
 def test_the_python_api_composes_checks_estimates_and_plans():

@@ -154,8 +154,8 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
     """The Hydra task: the composed config becomes one read-only `Run`, checked, then planned or launched.
     False when the preflight refused the config in a sweep (alone, PreflightRefused is raised).
 
-    `record=False` (a dry run composed in-process, cli/dry_run.py): `output_dir` is the directory a launch
-    would get, shown in the plan; nothing is written to it and it is not made."""
+    `record=False` (a dry run composed in-process, cli/dry_run.py): `output_dir` is not made by Hydra; a dry run
+    that passes makes it and keeps its verdict.json there (no `.hydra/`), a refused one leaves nothing."""
     run, broken = build_run(composed, choices, output_dir, sweep_tag=job_tag() if in_multirun() else None)
     cfg, mode = run.config, run.mode
     kept = output_dir if record else None
@@ -164,10 +164,12 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
         return refused(len(broken))
     found = problems(run)
     errors = [p for p in found if p.level == "error"]
+    if not record and not errors and output_dir:
+        kept = made_run_dir(output_dir)
     report(found, kept, mode, *memory_or_none(run, bool(errors)), step_or_none(run, bool(errors)))
     if mode != "launch":
         lines = plan_or_why_not(run, bool(errors))
-        say(redact("\n".join(lines if record else [unmade(line) for line in lines])))
+        say(redact("\n".join(lines if record else [unmade(line, kept is not None) for line in lines])))
         if not errors:
             for name, value in from_shell(cfg).items():
                 say(redact(f"env        {name}={value} (from your shell; config says {cfg.env.set[name]})"))
@@ -196,14 +198,23 @@ def run_job(composed: DictConfig, choices: dict[str, str], output_dir: str | Non
     return True
 
 
-def unmade(line: str) -> str:
-    """The plan's `outputs` line of a dry run that made no directory: what a launch makes, and how to keep one."""
+def made_run_dir(output_dir: str) -> str:
+    """A passing in-process dry run's directory, made as Hydra's run_job makes one (its last part is new: the
+    default name ends in a random tag)."""
+    try:
+        Path(output_dir).mkdir(parents=True)
+    except OSError as err:
+        raise UserError(f"hydra.run.dir={output_dir}: cannot be made ({err.strerror or err})") from None
+    return output_dir
+
+
+def unmade(line: str, made: bool) -> str:
+    """The plan's `outputs` line of a dry run composed in-process: what it kept, or that a refusal left nothing."""
     if not line.startswith("outputs "):
         return line
-    return (
-        f"{line} (not made: a dry run writes nothing; a launch makes its own, and hydra.run.dir=DIR keeps a dry "
-        "run's verdict.json there)"
-    )
+    if made:
+        return f"{line} (the dry run's verdict.json; hydra.run.dir=DIR keeps its .hydra/ too)"
+    return f"{line} (not made: a refused dry run leaves nothing)"
 
 
 def submit_run(cfg: DictConfig, output_dir: str, schema: str | None, dry: bool) -> None:
